@@ -1,0 +1,1325 @@
+//! Layout and emission of synthetic ELF files.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Seek, SeekFrom, Write};
+
+use crate::strtab::StrTab;
+use crate::{AfterPhdrs, Class, Endian, FileType, Spec};
+
+/// Why a [`Spec`] cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid elfsynth spec: {}", self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// One section as placed by the builder (whether or not section headers are
+/// written). Field meanings follow `Elf*_Shdr`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedSection {
+    /// Section name, e.g. `.dynstr`.
+    pub name: String,
+    /// `sh_type`.
+    pub sh_type: u32,
+    /// `sh_flags`.
+    pub flags: u64,
+    /// `sh_addr` (0 for non-alloc sections).
+    pub addr: u64,
+    /// `sh_offset`.
+    pub offset: u64,
+    /// `sh_size`.
+    pub size: u64,
+    /// `sh_link`.
+    pub link: u32,
+    /// `sh_info`.
+    pub info: u32,
+    /// `sh_addralign`.
+    pub addralign: u64,
+    /// `sh_entsize`.
+    pub entsize: u64,
+}
+
+/// One program header as written. Field meanings follow `Elf*_Phdr`
+/// (`p_paddr` always equals `p_vaddr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// `p_type`.
+    pub p_type: u32,
+    /// `p_flags` (`PF_R` = 4, `PF_W` = 2, `PF_X` = 1).
+    pub p_flags: u32,
+    /// `p_offset`.
+    pub offset: u64,
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// `p_filesz`.
+    pub filesz: u64,
+    /// `p_memsz`.
+    pub memsz: u64,
+    /// `p_align`.
+    pub align: u64,
+}
+
+/// Where everything of a built file lies. Obtained from [`layout`]; the
+/// bytes from [`build`] match it exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Total file size in bytes.
+    pub file_size: u64,
+    /// `e_entry` (the start of `.text`).
+    pub entry: u64,
+    /// `e_phoff`.
+    pub phoff: u64,
+    /// Program headers in table order (`PT_NULL` slots included).
+    pub segments: Vec<Segment>,
+    /// `e_shoff` (0 without section headers).
+    pub shoff: u64,
+    /// Sections in section-header order, index 0 being the null section.
+    /// Without section headers only the allocated sections are listed
+    /// (with the same indices they would have).
+    pub sections: Vec<PlacedSection>,
+    /// Whether the section header table is written.
+    pub section_headers: bool,
+    /// `.dynamic` entries as written, `(d_tag, d_val)`, including the
+    /// terminating and spare `DT_NULL`s.
+    pub dynamic: Vec<(u64, u64)>,
+    /// `.dynsym` order: entry `i + 1` of `.dynsym` is `spec.dynsyms[dynsym_order[i]]`.
+    pub dynsym_order: Vec<usize>,
+    /// The complete `.dynstr` contents.
+    pub dynstr: Vec<u8>,
+}
+
+impl Layout {
+    /// The placed section with this name, if any.
+    pub fn section(&self, name: &str) -> Option<&PlacedSection> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// `.dynstr` offset of the string that the first dynamic entry with this
+    /// tag points at (e.g. `DT_RUNPATH` = 29).
+    pub fn dynstr_offset(&self, tag: u64) -> Option<u64> {
+        self.dynamic.iter().find(|e| e.0 == tag).map(|e| e.1)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// constants
+
+const SHT_PROGBITS: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_STRTAB: u32 = 3;
+const SHT_HASH: u32 = 5;
+const SHT_DYNAMIC: u32 = 6;
+const SHT_NOTE: u32 = 7;
+const SHT_NOBITS: u32 = 8;
+const SHT_DYNSYM: u32 = 11;
+const SHT_GNU_HASH: u32 = 0x6fff_fff6;
+const SHT_GNU_VERDEF: u32 = 0x6fff_fffd;
+const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
+const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
+
+const SHF_WRITE: u64 = 1;
+const SHF_ALLOC: u64 = 2;
+const SHF_EXECINSTR: u64 = 4;
+const SHF_MERGE: u64 = 0x10;
+const SHF_STRINGS: u64 = 0x20;
+
+const PT_NULL: u32 = 0;
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const PT_INTERP: u32 = 3;
+const PT_NOTE: u32 = 4;
+const PT_PHDR: u32 = 6;
+const PT_GNU_STACK: u32 = 0x6474_e551;
+
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
+const PF_R: u32 = 4;
+
+const DT_NULL: u64 = 0;
+const DT_NEEDED: u64 = 1;
+const DT_HASH: u64 = 4;
+const DT_STRTAB: u64 = 5;
+const DT_SYMTAB: u64 = 6;
+const DT_STRSZ: u64 = 10;
+const DT_SYMENT: u64 = 11;
+const DT_INIT: u64 = 12;
+const DT_FINI: u64 = 13;
+const DT_SONAME: u64 = 14;
+const DT_RPATH: u64 = 15;
+const DT_DEBUG: u64 = 21;
+const DT_RUNPATH: u64 = 29;
+const DT_FLAGS: u64 = 30;
+const DT_GNU_HASH: u64 = 0x6fff_fef5;
+const DT_VERSYM: u64 = 0x6fff_fff0;
+const DT_FLAGS_1: u64 = 0x6fff_fffb;
+const DT_VERDEF: u64 = 0x6fff_fffc;
+const DT_VERDEFNUM: u64 = 0x6fff_fffd;
+const DT_VERNEED: u64 = 0x6fff_fffe;
+const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
+const DT_MIPS_RLD_MAP_REL: u64 = 0x7000_0035;
+
+const DF_BIND_NOW: u64 = 0x8;
+const DF_1_NOW: u64 = 0x1;
+const DF_1_PIE: u64 = 0x0800_0000;
+
+const STB_LOCAL: u8 = 0;
+const STB_GLOBAL: u8 = 1;
+const STT_OBJECT: u8 = 1;
+const STT_FUNC: u8 = 2;
+const STT_SECTION: u8 = 3;
+
+const NOTE_SIZE: u64 = 12 + 4 + 20;
+const INIT_SIZE: u64 = 16;
+const DATA_SIZE: u64 = 16;
+const TEXT_PATTERN_LEN: u64 = 64;
+const COMMENT: &[u8] = b"elfsynth (synthetic test file)\0";
+
+// ---------------------------------------------------------------------------
+// hashing (the builder's own copy; the oracle has an independent one)
+
+pub(crate) fn sysv_hash(name: &[u8]) -> u32 {
+    let mut h: u32 = 0;
+    for &c in name {
+        h = (h << 4).wrapping_add(c as u32);
+        let g = h & 0xf000_0000;
+        if g != 0 {
+            h ^= g >> 24;
+        }
+        h &= !g;
+    }
+    h
+}
+
+pub(crate) fn gnu_hash(name: &[u8]) -> u32 {
+    name.iter()
+        .fold(5381u32, |h, &c| h.wrapping_mul(33).wrapping_add(c as u32))
+}
+
+/// Bucket counts in the spirit of GNU ld's table.
+fn bucket_count(nsyms: usize) -> u32 {
+    const SIZES: [u32; 12] = [1, 3, 17, 37, 67, 97, 131, 197, 263, 521, 1031, 2053];
+    let mut best = 1;
+    for &s in &SIZES {
+        if s as usize <= nsyms {
+            best = s;
+        }
+    }
+    best
+}
+
+// ---------------------------------------------------------------------------
+// encoding helper
+
+#[derive(Clone, Copy)]
+struct Enc {
+    is64: bool,
+    big: bool,
+}
+
+impl Enc {
+    fn u8(&self, b: &mut Vec<u8>, v: u8) {
+        b.push(v);
+    }
+    fn u16(&self, b: &mut Vec<u8>, v: u16) {
+        b.extend_from_slice(&if self.big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    }
+    fn u32(&self, b: &mut Vec<u8>, v: u32) {
+        b.extend_from_slice(&if self.big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    }
+    fn u64(&self, b: &mut Vec<u8>, v: u64) {
+        b.extend_from_slice(&if self.big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        });
+    }
+    /// An address-sized field (`Elf_Addr`, `Elf_Off`, `Elf_Xword` for 64).
+    fn word(&self, b: &mut Vec<u8>, v: u64) {
+        if self.is64 {
+            self.u64(b, v)
+        } else {
+            self.u32(b, v as u32)
+        }
+    }
+    fn ws(&self) -> u64 {
+        if self.is64 {
+            8
+        } else {
+            4
+        }
+    }
+    fn sym_size(&self) -> u64 {
+        if self.is64 {
+            24
+        } else {
+            16
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn sym(&self, b: &mut Vec<u8>, name: u32, info: u8, shndx: u16, value: u64, size: u64) {
+        self.u32(b, name);
+        if self.is64 {
+            self.u8(b, info);
+            self.u8(b, 0);
+            self.u16(b, shndx);
+            self.u64(b, value);
+            self.u64(b, size);
+        } else {
+            self.u32(b, value as u32);
+            self.u32(b, size as u32);
+            self.u8(b, info);
+            self.u8(b, 0);
+            self.u16(b, shndx);
+        }
+    }
+}
+
+fn align_up(v: u64, a: u64) -> u64 {
+    if a <= 1 {
+        v
+    } else {
+        v.div_ceil(a) * a
+    }
+}
+
+// ---------------------------------------------------------------------------
+// sections
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Id {
+    Init,
+    Interp,
+    Note,
+    Hash,
+    GnuHash,
+    Dynsym,
+    Dynstr,
+    Versym,
+    Verdef,
+    Verneed,
+    Text,
+    Fini,
+    Dynamic,
+    RldMap,
+    Data,
+    Bss,
+    Comment,
+    Symtab,
+    Strtab,
+    Shstrtab,
+}
+
+impl Id {
+    fn name(self) -> &'static str {
+        match self {
+            Id::Init => ".init",
+            Id::Interp => ".interp",
+            Id::Note => ".note.gnu.build-id",
+            Id::Hash => ".hash",
+            Id::GnuHash => ".gnu.hash",
+            Id::Dynsym => ".dynsym",
+            Id::Dynstr => ".dynstr",
+            Id::Versym => ".gnu.version",
+            Id::Verdef => ".gnu.version_d",
+            Id::Verneed => ".gnu.version_r",
+            Id::Text => ".text",
+            Id::Fini => ".fini",
+            Id::Dynamic => ".dynamic",
+            Id::RldMap => ".rld_map",
+            Id::Data => ".data",
+            Id::Bss => ".bss",
+            Id::Comment => ".comment",
+            Id::Symtab => ".symtab",
+            Id::Strtab => ".strtab",
+            Id::Shstrtab => ".shstrtab",
+        }
+    }
+
+    fn sh_type(self) -> u32 {
+        match self {
+            Id::Init | Id::Interp | Id::Text | Id::Fini | Id::RldMap | Id::Data | Id::Comment => {
+                SHT_PROGBITS
+            }
+            Id::Note => SHT_NOTE,
+            Id::Hash => SHT_HASH,
+            Id::GnuHash => SHT_GNU_HASH,
+            Id::Dynsym => SHT_DYNSYM,
+            Id::Dynstr | Id::Strtab | Id::Shstrtab => SHT_STRTAB,
+            Id::Versym => SHT_GNU_VERSYM,
+            Id::Verdef => SHT_GNU_VERDEF,
+            Id::Verneed => SHT_GNU_VERNEED,
+            Id::Dynamic => SHT_DYNAMIC,
+            Id::Bss => SHT_NOBITS,
+            Id::Symtab => SHT_SYMTAB,
+        }
+    }
+
+    fn flags(self) -> u64 {
+        match self {
+            Id::Init | Id::Text | Id::Fini => SHF_ALLOC | SHF_EXECINSTR,
+            Id::Dynamic | Id::RldMap | Id::Data | Id::Bss => SHF_ALLOC | SHF_WRITE,
+            Id::Comment => SHF_MERGE | SHF_STRINGS,
+            Id::Symtab | Id::Strtab | Id::Shstrtab => 0,
+            _ => SHF_ALLOC,
+        }
+    }
+}
+
+struct Sec {
+    id: Id,
+    size: u64,
+    align: u64,
+    entsize: u64,
+    offset: u64,
+    addr: u64,
+}
+
+// ---------------------------------------------------------------------------
+// planning
+
+struct Plan {
+    layout: Layout,
+    /// (file offset, bytes); non-overlapping.
+    chunks: Vec<(u64, Vec<u8>)>,
+}
+
+fn check_str(what: &str, s: &str) -> Result<(), SpecError> {
+    if s.as_bytes().contains(&0) {
+        Err(SpecError(format!("{what} {s:?} contains a NUL byte")))
+    } else {
+        Ok(())
+    }
+}
+
+fn validate(spec: &Spec) -> Result<(), SpecError> {
+    let p = spec.page_size;
+    if !p.is_power_of_two() || !(0x1000..=0x20_0000).contains(&p) {
+        return Err(SpecError(format!(
+            "page_size {p:#x} must be a power of two between 4 KiB and 2 MiB"
+        )));
+    }
+    if spec.base % p != 0 {
+        return Err(SpecError(format!(
+            "base {:#x} is not a multiple of page_size {p:#x}",
+            spec.base
+        )));
+    }
+    if spec.base > 1 << 56 || spec.text_size > 1 << 48 || spec.bss_size > 1 << 48 {
+        return Err(SpecError(
+            "base, text_size or bss_size is absurdly large".into(),
+        ));
+    }
+    if spec.undefined_dynsyms > spec.dynsyms.len() {
+        return Err(SpecError(format!(
+            "undefined_dynsyms {} exceeds the {} dynsyms",
+            spec.undefined_dynsyms,
+            spec.dynsyms.len()
+        )));
+    }
+    if spec.phdr_slack > 1 << 20 || spec.pt_null_slots > 1000 || spec.spare_dynamic_slots > 1 << 16
+    {
+        return Err(SpecError(
+            "phdr_slack, pt_null_slots or spare_dynamic_slots too large".into(),
+        ));
+    }
+    if let Some(s) = &spec.interp {
+        check_str("interp", s)?;
+    }
+    for s in &spec.needed {
+        check_str("needed", s)?;
+    }
+    for (what, s) in [
+        ("soname", &spec.soname),
+        ("rpath", &spec.rpath),
+        ("runpath", &spec.runpath),
+    ] {
+        if let Some(s) = s {
+            check_str(what, s)?;
+        }
+    }
+    for s in &spec.dynsyms {
+        check_str("dynsym", s)?;
+    }
+    for (f, vs) in &spec.verneed {
+        check_str("verneed file", f)?;
+        if vs.is_empty() {
+            return Err(SpecError(format!("verneed file {f:?} lists no versions")));
+        }
+        for v in vs {
+            check_str("verneed version", v)?;
+        }
+    }
+    for v in &spec.verdef {
+        check_str("verdef", v)?;
+    }
+    Ok(())
+}
+
+fn build_id(spec: &Spec) -> [u8; 20] {
+    // FNV-1a over the spec's debug representation: deterministic per spec.
+    let text = format!("{spec:?}");
+    let mut out = [0u8; 20];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, chunk) in out.chunks_mut(8).enumerate() {
+        for &c in text.as_bytes().iter().chain(&[i as u8]) {
+            h ^= c as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        let bytes = h.to_be_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    out
+}
+
+fn plan(spec: &Spec) -> Result<Plan, SpecError> {
+    validate(spec)?;
+    let enc = Enc {
+        is64: spec.class == Class::Elf64,
+        big: spec.endian == Endian::Big,
+    };
+    let ws = enc.ws();
+    let page = spec.page_size;
+    let base = spec.base;
+    let (ehsize, phentsize, shentsize) = if enc.is64 {
+        (64u64, 56u64, 64u64)
+    } else {
+        (52, 32, 40)
+    };
+
+    // --- .dynstr -----------------------------------------------------------
+    let rpath_shared = spec.shared_rpath_runpath && spec.rpath.is_some() && spec.runpath.is_some();
+    let mut strs: Vec<&str> = Vec::new();
+    strs.extend(spec.needed.iter().map(String::as_str));
+    strs.extend(spec.soname.as_deref());
+    if !rpath_shared {
+        strs.extend(spec.rpath.as_deref());
+    }
+    strs.extend(spec.runpath.as_deref());
+    strs.extend(spec.dynsyms.iter().map(String::as_str));
+    for (f, vs) in &spec.verneed {
+        strs.push(f);
+        strs.extend(vs.iter().map(String::as_str));
+    }
+    strs.extend(spec.verdef.iter().map(String::as_str));
+    let dynstr = StrTab::build(strs, spec.tail_merge);
+
+    // --- .dynsym order and hash parameters ---------------------------------
+    let nundef = spec.undefined_dynsyms;
+    let ndyn = spec.dynsyms.len();
+    let ndef = ndyn - nundef;
+    let nsyms = ndyn + 1;
+    let gnu_nb = bucket_count(ndef);
+    let mut order: Vec<usize> = (0..ndyn).collect();
+    if spec.hash.gnu() {
+        order[nundef..].sort_by_key(|&i| gnu_hash(spec.dynsyms[i].as_bytes()) % gnu_nb);
+    }
+    let names: Vec<&str> = order.iter().map(|&i| spec.dynsyms[i].as_str()).collect();
+    let sysv_nb = bucket_count(nsyms);
+    let hent = spec.machine.hash_entry_size(spec.class);
+    let bloom_bits = ws * 8;
+    let bloom_size = (((2 * ndef as u64).div_ceil(bloom_bits)).max(1)).next_power_of_two();
+    let bloom_shift: u32 = if enc.is64 { 6 } else { 5 };
+
+    // --- versions ------------------------------------------------------------
+    let has_versions = !spec.verneed.is_empty() || !spec.verdef.is_empty();
+    let first_need_idx = spec.verdef.len().max(1) as u16 + 1;
+    let mut aux: Vec<u16> = Vec::new(); // vna_other of each vernaux, flattened
+    {
+        let mut idx = first_need_idx;
+        for (_, vs) in &spec.verneed {
+            for _ in vs {
+                aux.push(idx);
+                idx += 1;
+            }
+        }
+    }
+    let versym: Vec<u16> = (0..ndyn)
+        .map(|k| {
+            if k < nundef {
+                if aux.is_empty() {
+                    1
+                } else {
+                    aux[k % aux.len()]
+                }
+            } else if spec.verdef.len() > 1 {
+                2 + ((k - nundef) % (spec.verdef.len() - 1)) as u16
+            } else {
+                1
+            }
+        })
+        .collect();
+
+    // --- section lists ---------------------------------------------------------
+    let has_rld_map = spec.has_rld_map();
+    let shdrs = spec.with_section_headers;
+    let mut first: Vec<Id> = Vec::new();
+    if spec.interp.is_some() {
+        first.push(Id::Interp);
+    }
+    first.push(Id::Note);
+    if spec.hash.sysv() {
+        first.push(Id::Hash);
+    }
+    if spec.hash.gnu() {
+        first.push(Id::GnuHash);
+    }
+    first.push(Id::Dynsym);
+    first.push(Id::Dynstr);
+    if has_versions {
+        first.push(Id::Versym);
+    }
+    if !spec.verdef.is_empty() {
+        first.push(Id::Verdef);
+    }
+    if !spec.verneed.is_empty() {
+        first.push(Id::Verneed);
+    }
+    let mut text: Vec<Id> = vec![Id::Init, Id::Text, Id::Fini];
+    match spec.first_after_phdrs {
+        AfterPhdrs::Interp => {}
+        AfterPhdrs::Text => {
+            text.remove(0);
+            first.insert(0, Id::Init);
+        }
+        AfterPhdrs::Dynsym => {
+            first.retain(|&i| i != Id::Dynsym);
+            first.insert(0, Id::Dynsym);
+        }
+    }
+    let mut rw: Vec<Id> = vec![Id::Dynamic];
+    if has_rld_map {
+        rw.push(Id::RldMap);
+    }
+    rw.push(Id::Data);
+    if spec.bss_size > 0 {
+        rw.push(Id::Bss);
+    }
+    let mut nonalloc: Vec<Id> = Vec::new();
+    if shdrs {
+        nonalloc.push(Id::Comment);
+        if spec.symtab {
+            nonalloc.push(Id::Symtab);
+            nonalloc.push(Id::Strtab);
+        }
+        nonalloc.push(Id::Shstrtab);
+    }
+    let all: Vec<Id> = first
+        .iter()
+        .chain(&text)
+        .chain(&rw)
+        .chain(&nonalloc)
+        .copied()
+        .collect();
+    let index: HashMap<Id, u16> = all
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i as u16 + 1))
+        .collect();
+    let idx = |id: Id| -> u16 { index.get(&id).copied().unwrap_or(0) };
+    let is_executable = spec.is_executable();
+
+    // .symtab names (values come after placement)
+    let alloc_count = first.len() + text.len() + rw.len();
+    let mut symtab_names: Vec<&str> = vec!["", "_DYNAMIC", "_init", "_fini"];
+    if is_executable {
+        symtab_names.push("_start");
+    }
+    symtab_names.extend(names.iter().copied());
+    let nsymtab = 1 + alloc_count + symtab_names.len() - 1;
+    let strtab = StrTab::build(symtab_names.iter().copied(), spec.tail_merge);
+    let shstrtab = StrTab::build(all.iter().map(|i| i.name()), false);
+
+    // .dynamic entry count (values come after placement)
+    let dyn_entries = |addr: &dyn Fn(Id) -> u64| -> Vec<(u64, u64)> {
+        let mut d: Vec<(u64, u64)> = Vec::new();
+        for n in &spec.needed {
+            d.push((DT_NEEDED, dynstr.offset(n)));
+        }
+        if let Some(s) = &spec.soname {
+            d.push((DT_SONAME, dynstr.offset(s)));
+        }
+        if let Some(s) = &spec.rpath {
+            let s = if rpath_shared {
+                spec.runpath.as_ref().unwrap()
+            } else {
+                s
+            };
+            d.push((DT_RPATH, dynstr.offset(s)));
+        }
+        if let Some(s) = &spec.runpath {
+            d.push((DT_RUNPATH, dynstr.offset(s)));
+        }
+        if spec.hash.sysv() {
+            d.push((DT_HASH, addr(Id::Hash)));
+        }
+        if spec.hash.gnu() {
+            d.push((DT_GNU_HASH, addr(Id::GnuHash)));
+        }
+        d.push((DT_STRTAB, addr(Id::Dynstr)));
+        d.push((DT_SYMTAB, addr(Id::Dynsym)));
+        d.push((DT_STRSZ, dynstr.bytes.len() as u64));
+        d.push((DT_SYMENT, enc.sym_size()));
+        d.push((DT_INIT, addr(Id::Init)));
+        d.push((DT_FINI, addr(Id::Fini)));
+        if has_versions {
+            d.push((DT_VERSYM, addr(Id::Versym)));
+        }
+        if !spec.verneed.is_empty() {
+            d.push((DT_VERNEED, addr(Id::Verneed)));
+            d.push((DT_VERNEEDNUM, spec.verneed.len() as u64));
+        }
+        if !spec.verdef.is_empty() {
+            d.push((DT_VERDEF, addr(Id::Verdef)));
+            d.push((DT_VERDEFNUM, spec.verdef.len() as u64));
+        }
+        if is_executable {
+            d.push((DT_DEBUG, 0));
+        }
+        if has_rld_map {
+            let slot = addr(Id::Dynamic) + d.len() as u64 * 2 * ws;
+            let mut rel = addr(Id::RldMap).wrapping_sub(slot);
+            if !enc.is64 {
+                rel &= 0xffff_ffff;
+            }
+            d.push((DT_MIPS_RLD_MAP_REL, rel));
+        }
+        d.push((DT_FLAGS, DF_BIND_NOW));
+        let pie = spec.e_type == FileType::Dyn && spec.interp.is_some();
+        d.push((DT_FLAGS_1, DF_1_NOW | if pie { DF_1_PIE } else { 0 }));
+        for _ in 0..=spec.spare_dynamic_slots {
+            d.push((DT_NULL, 0));
+        }
+        d
+    };
+    let ndynamic = dyn_entries(&|_| 0).len() as u64;
+
+    // --- sizes -----------------------------------------------------------------
+    let verneed_size: u64 = spec
+        .verneed
+        .iter()
+        .map(|(_, vs)| 16 + 16 * vs.len() as u64)
+        .sum();
+    let mk = |id: Id| -> Sec {
+        let (size, align, entsize) = match id {
+            Id::Init | Id::Fini => (INIT_SIZE, 4, 0),
+            Id::Interp => (spec.interp.as_ref().map_or(0, |s| s.len() as u64 + 1), 1, 0),
+            Id::Note => (NOTE_SIZE, 4, 0),
+            Id::Hash => ((2 + sysv_nb as u64 + nsyms as u64) * hent, hent, hent),
+            Id::GnuHash => (
+                16 + bloom_size * ws + 4 * gnu_nb as u64 + 4 * ndef as u64,
+                ws,
+                if enc.is64 { 0 } else { 4 },
+            ),
+            Id::Dynsym => (nsyms as u64 * enc.sym_size(), ws, enc.sym_size()),
+            Id::Dynstr => (dynstr.bytes.len() as u64, 1, 0),
+            Id::Versym => (2 * nsyms as u64, 2, 2),
+            Id::Verdef => (28 * spec.verdef.len() as u64, ws, 0),
+            Id::Verneed => (verneed_size, ws, 0),
+            Id::Text => (spec.text_size, 16, 0),
+            Id::Dynamic => (ndynamic * 2 * ws, ws, 2 * ws),
+            Id::RldMap => (ws, ws, 0),
+            Id::Data => (DATA_SIZE, ws, 0),
+            Id::Bss => (spec.bss_size, ws, 0),
+            Id::Comment => (COMMENT.len() as u64, 1, 1),
+            Id::Symtab => (nsymtab as u64 * enc.sym_size(), ws, enc.sym_size()),
+            Id::Strtab => (strtab.bytes.len() as u64, 1, 0),
+            Id::Shstrtab => (shstrtab.bytes.len() as u64, 1, 0),
+        };
+        Sec {
+            id,
+            size,
+            align,
+            entsize,
+            offset: 0,
+            addr: 0,
+        }
+    };
+
+    // --- placement -------------------------------------------------------------
+    let phnum = spec.pt_phdr as u64
+        + spec.interp.is_some() as u64
+        + 3 // PT_LOADs
+        + 3 // PT_DYNAMIC, PT_NOTE, PT_GNU_STACK
+        + spec.pt_null_slots as u64;
+    let phoff = ehsize;
+    let mut secs: Vec<Sec> = Vec::new();
+    let mut off = phoff + phnum * phentsize + spec.phdr_slack as u64;
+    for &id in &first {
+        let mut s = mk(id);
+        off = align_up(off, s.align);
+        s.offset = off;
+        s.addr = base + off;
+        off += s.size;
+        secs.push(s);
+    }
+    let end1 = off;
+    let text_off = align_up(end1, page);
+    off = text_off;
+    for &id in &text {
+        let mut s = mk(id);
+        off = align_up(off, s.align);
+        s.offset = off;
+        s.addr = base + off;
+        off += s.size;
+        secs.push(s);
+    }
+    let text_end = off;
+    let rw_off = align_up(text_end, ws);
+    let rw_vaddr = align_up(base + text_end, page) + rw_off % page;
+    let delta = rw_vaddr - rw_off;
+    off = rw_off;
+    let mut mem_end = rw_vaddr;
+    for &id in &rw {
+        let mut s = mk(id);
+        if id == Id::Bss {
+            s.addr = align_up(mem_end, s.align);
+            s.offset = s.addr - delta;
+            mem_end = s.addr + s.size;
+        } else {
+            off = align_up(off, s.align);
+            s.offset = off;
+            s.addr = off + delta;
+            off += s.size;
+            mem_end = s.addr + s.size;
+        }
+        secs.push(s);
+    }
+    let rw_file_end = off;
+    for &id in &nonalloc {
+        let mut s = mk(id);
+        off = align_up(off, s.align);
+        s.offset = off;
+        off += s.size;
+        secs.push(s);
+    }
+    let (shoff, file_size) = if shdrs {
+        let shoff = align_up(off, ws);
+        (shoff, shoff + (all.len() as u64 + 1) * shentsize)
+    } else {
+        (0, rw_file_end)
+    };
+    if !enc.is64 && (file_size > u32::MAX as u64 || mem_end > u32::MAX as u64) {
+        return Err(SpecError(format!(
+            "a 32-bit file cannot hold this layout (file size {file_size:#x}, end address {mem_end:#x})"
+        )));
+    }
+    if usize::try_from(file_size).is_err() {
+        return Err(SpecError("file too large for this host".into()));
+    }
+    let sec_of: HashMap<Id, usize> = secs.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
+    let addr = |id: Id| -> u64 { sec_of.get(&id).map_or(0, |&i| secs[i].addr) };
+    let sec = |id: Id| -> &Sec { &secs[sec_of[&id]] };
+
+    // --- contents --------------------------------------------------------------
+    let mut chunks: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut contents: HashMap<Id, Vec<u8>> = HashMap::new();
+
+    if let Some(s) = &spec.interp {
+        let mut b = s.as_bytes().to_vec();
+        b.push(0);
+        contents.insert(Id::Interp, b);
+    }
+    {
+        let mut b = Vec::new();
+        enc.u32(&mut b, 4);
+        enc.u32(&mut b, 20);
+        enc.u32(&mut b, 3); // NT_GNU_BUILD_ID
+        b.extend_from_slice(b"GNU\0");
+        b.extend_from_slice(&build_id(spec));
+        contents.insert(Id::Note, b);
+    }
+    if spec.hash.sysv() {
+        let mut bucket = vec![0u32; sysv_nb as usize];
+        let mut chain = vec![0u32; nsyms];
+        for (i, n) in names.iter().enumerate() {
+            let si = i + 1;
+            let b = (sysv_hash(n.as_bytes()) % sysv_nb) as usize;
+            chain[si] = bucket[b];
+            bucket[b] = si as u32;
+        }
+        let mut b = Vec::new();
+        let put = |b: &mut Vec<u8>, v: u32| {
+            if hent == 8 {
+                enc.u64(b, v as u64)
+            } else {
+                enc.u32(b, v)
+            }
+        };
+        put(&mut b, sysv_nb);
+        put(&mut b, nsyms as u32);
+        for v in bucket.into_iter().chain(chain) {
+            put(&mut b, v);
+        }
+        contents.insert(Id::Hash, b);
+    }
+    if spec.hash.gnu() {
+        let symoffset = (nundef + 1) as u32;
+        let hashes: Vec<u32> = names[nundef..]
+            .iter()
+            .map(|n| gnu_hash(n.as_bytes()))
+            .collect();
+        let mut bloom = vec![0u64; bloom_size as usize];
+        let mut buckets = vec![0u32; gnu_nb as usize];
+        let mut chain = vec![0u32; ndef];
+        for (k, &h) in hashes.iter().enumerate() {
+            let word = ((h as u64 / bloom_bits) % bloom_size) as usize;
+            bloom[word] |= 1u64 << (h as u64 % bloom_bits);
+            bloom[word] |= 1u64 << ((h >> bloom_shift) as u64 % bloom_bits);
+            let bk = (h % gnu_nb) as usize;
+            if buckets[bk] == 0 {
+                buckets[bk] = symoffset + k as u32;
+            }
+            let last = k + 1 == ndef || hashes[k + 1] % gnu_nb != h % gnu_nb;
+            chain[k] = (h & !1) | last as u32;
+        }
+        let mut b = Vec::new();
+        enc.u32(&mut b, gnu_nb);
+        enc.u32(&mut b, if ndef == 0 { nsyms as u32 } else { symoffset });
+        enc.u32(&mut b, bloom_size as u32);
+        enc.u32(&mut b, bloom_shift);
+        for w in bloom {
+            enc.word(&mut b, w);
+        }
+        for v in buckets.into_iter().chain(chain) {
+            enc.u32(&mut b, v);
+        }
+        contents.insert(Id::GnuHash, b);
+    }
+    let text_idx = idx(Id::Text);
+    let text_addr = addr(Id::Text);
+    let sym_place = |k: usize| -> (u64, u64) {
+        if spec.text_size == 0 {
+            (text_addr, 0)
+        } else {
+            let pos = (16 * k as u64) % spec.text_size;
+            (text_addr + pos, (spec.text_size - pos).min(16))
+        }
+    };
+    {
+        let mut b = Vec::new();
+        enc.sym(&mut b, 0, 0, 0, 0, 0);
+        for (i, n) in names.iter().enumerate() {
+            let info = (STB_GLOBAL << 4) | STT_FUNC;
+            if i < nundef {
+                enc.sym(&mut b, dynstr.offset(n) as u32, info, 0, 0, 0);
+            } else {
+                let (v, sz) = sym_place(i - nundef);
+                enc.sym(&mut b, dynstr.offset(n) as u32, info, text_idx, v, sz);
+            }
+        }
+        contents.insert(Id::Dynsym, b);
+    }
+    contents.insert(Id::Dynstr, dynstr.bytes.clone());
+    if has_versions {
+        let mut b = Vec::new();
+        enc.u16(&mut b, 0);
+        for &i in &order {
+            enc.u16(&mut b, versym[i]);
+        }
+        contents.insert(Id::Versym, b);
+    }
+    if !spec.verdef.is_empty() {
+        let mut b = Vec::new();
+        let n = spec.verdef.len();
+        for (i, v) in spec.verdef.iter().enumerate() {
+            enc.u16(&mut b, 1); // vd_version
+            enc.u16(&mut b, if i == 0 { 1 } else { 0 }); // VER_FLG_BASE
+            enc.u16(&mut b, i as u16 + 1); // vd_ndx
+            enc.u16(&mut b, 1); // vd_cnt
+            enc.u32(&mut b, sysv_hash(v.as_bytes()));
+            enc.u32(&mut b, 20); // vd_aux
+            enc.u32(&mut b, if i + 1 == n { 0 } else { 28 }); // vd_next
+            enc.u32(&mut b, dynstr.offset(v) as u32); // vda_name
+            enc.u32(&mut b, 0); // vda_next
+        }
+        contents.insert(Id::Verdef, b);
+    }
+    if !spec.verneed.is_empty() {
+        let mut b = Vec::new();
+        let n = spec.verneed.len();
+        let mut k = 0;
+        for (i, (f, vs)) in spec.verneed.iter().enumerate() {
+            enc.u16(&mut b, 1); // vn_version
+            enc.u16(&mut b, vs.len() as u16); // vn_cnt
+            enc.u32(&mut b, dynstr.offset(f) as u32); // vn_file
+            enc.u32(&mut b, 16); // vn_aux
+            let next = if i + 1 == n {
+                0
+            } else {
+                16 + 16 * vs.len() as u32
+            };
+            enc.u32(&mut b, next); // vn_next
+            for (j, v) in vs.iter().enumerate() {
+                enc.u32(&mut b, sysv_hash(v.as_bytes())); // vna_hash
+                enc.u16(&mut b, 0); // vna_flags
+                enc.u16(&mut b, aux[k]); // vna_other
+                enc.u32(&mut b, dynstr.offset(v) as u32); // vna_name
+                enc.u32(&mut b, if j + 1 == vs.len() { 0 } else { 16 }); // vna_next
+                k += 1;
+            }
+        }
+        contents.insert(Id::Verneed, b);
+    }
+    let code = |salt: u8, len: u64| -> Vec<u8> {
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(37).wrapping_add(salt) | 1)
+            .collect()
+    };
+    contents.insert(Id::Init, code(0x10, INIT_SIZE));
+    contents.insert(Id::Fini, code(0x20, INIT_SIZE));
+    contents.insert(Id::Text, code(0x30, spec.text_size.min(TEXT_PATTERN_LEN)));
+    contents.insert(Id::Data, code(0x40, DATA_SIZE));
+    if has_rld_map {
+        contents.insert(Id::RldMap, vec![0; ws as usize]);
+    }
+    let dynamic = dyn_entries(&addr);
+    {
+        let mut b = Vec::new();
+        for &(t, v) in &dynamic {
+            enc.word(&mut b, t);
+            enc.word(&mut b, v);
+        }
+        contents.insert(Id::Dynamic, b);
+    }
+    if shdrs {
+        contents.insert(Id::Comment, COMMENT.to_vec());
+        if spec.symtab {
+            let mut b = Vec::new();
+            enc.sym(&mut b, 0, 0, 0, 0, 0);
+            for s in &secs[..alloc_count] {
+                enc.sym(
+                    &mut b,
+                    0,
+                    (STB_LOCAL << 4) | STT_SECTION,
+                    idx(s.id),
+                    s.addr,
+                    0,
+                );
+            }
+            let so = |n: &str| strtab.offset(n) as u32;
+            let dynsec = sec(Id::Dynamic);
+            enc.sym(
+                &mut b,
+                so("_DYNAMIC"),
+                (STB_LOCAL << 4) | STT_OBJECT,
+                idx(Id::Dynamic),
+                dynsec.addr,
+                dynsec.size,
+            );
+            enc.sym(
+                &mut b,
+                so("_init"),
+                (STB_LOCAL << 4) | STT_FUNC,
+                idx(Id::Init),
+                addr(Id::Init),
+                INIT_SIZE,
+            );
+            enc.sym(
+                &mut b,
+                so("_fini"),
+                (STB_LOCAL << 4) | STT_FUNC,
+                idx(Id::Fini),
+                addr(Id::Fini),
+                INIT_SIZE,
+            );
+            let g = (STB_GLOBAL << 4) | STT_FUNC;
+            if is_executable {
+                enc.sym(&mut b, so("_start"), g, text_idx, text_addr, 0);
+            }
+            for (i, n) in names.iter().enumerate() {
+                if i < nundef {
+                    enc.sym(&mut b, so(n), g, 0, 0, 0);
+                } else {
+                    let (v, sz) = sym_place(i - nundef);
+                    enc.sym(&mut b, so(n), g, text_idx, v, sz);
+                }
+            }
+            debug_assert_eq!(b.len() as u64, sec(Id::Symtab).size);
+            contents.insert(Id::Symtab, b);
+            contents.insert(Id::Strtab, strtab.bytes.clone());
+        }
+        contents.insert(Id::Shstrtab, shstrtab.bytes.clone());
+    }
+    for s in &secs {
+        if let Some(b) = contents.remove(&s.id) {
+            debug_assert!(b.len() as u64 <= s.size, "{:?}", s.id);
+            if !b.is_empty() {
+                chunks.push((s.offset, b));
+            }
+        }
+    }
+
+    // --- section headers -------------------------------------------------------------
+    let first_global_symtab = (1 + alloc_count + 3) as u32;
+    let mut placed: Vec<PlacedSection> = vec![PlacedSection {
+        name: String::new(),
+        sh_type: 0,
+        flags: 0,
+        addr: 0,
+        offset: 0,
+        size: 0,
+        link: 0,
+        info: 0,
+        addralign: 0,
+        entsize: 0,
+    }];
+    for s in &secs {
+        let (link, info) = match s.id {
+            Id::Hash | Id::GnuHash | Id::Versym => (idx(Id::Dynsym) as u32, 0),
+            Id::Dynsym => (idx(Id::Dynstr) as u32, 1),
+            Id::Dynamic => (idx(Id::Dynstr) as u32, 0),
+            Id::Verdef => (idx(Id::Dynstr) as u32, spec.verdef.len() as u32),
+            Id::Verneed => (idx(Id::Dynstr) as u32, spec.verneed.len() as u32),
+            Id::Symtab => (idx(Id::Strtab) as u32, first_global_symtab),
+            _ => (0, 0),
+        };
+        placed.push(PlacedSection {
+            name: s.id.name().to_string(),
+            sh_type: s.id.sh_type(),
+            flags: s.id.flags(),
+            addr: if s.id.flags() & SHF_ALLOC != 0 {
+                s.addr
+            } else {
+                0
+            },
+            offset: s.offset,
+            size: s.size,
+            link,
+            info,
+            addralign: s.align,
+            entsize: s.entsize,
+        });
+    }
+    if shdrs {
+        let mut b = Vec::new();
+        for (i, p) in placed.iter().enumerate() {
+            let name = if i == 0 {
+                0
+            } else {
+                shstrtab.offset(&p.name) as u32
+            };
+            enc.u32(&mut b, name);
+            enc.u32(&mut b, p.sh_type);
+            enc.word(&mut b, p.flags);
+            enc.word(&mut b, p.addr);
+            enc.word(&mut b, p.offset);
+            enc.word(&mut b, p.size);
+            enc.u32(&mut b, p.link);
+            enc.u32(&mut b, p.info);
+            enc.word(&mut b, p.addralign);
+            enc.word(&mut b, p.entsize);
+        }
+        chunks.push((shoff, b));
+    }
+
+    // --- program headers ---------------------------------------------------------------
+    let from_sec = |p_type: u32, p_flags: u32, id: Id, align: u64| -> Segment {
+        let s = sec(id);
+        Segment {
+            p_type,
+            p_flags,
+            offset: s.offset,
+            vaddr: s.addr,
+            filesz: s.size,
+            memsz: s.size,
+            align,
+        }
+    };
+    let mut segs: Vec<Segment> = Vec::new();
+    let phsize = phnum * phentsize;
+    if spec.pt_phdr {
+        segs.push(Segment {
+            p_type: PT_PHDR,
+            p_flags: PF_R,
+            offset: phoff,
+            vaddr: base + phoff,
+            filesz: phsize,
+            memsz: phsize,
+            align: ws,
+        });
+    }
+    if spec.interp.is_some() {
+        segs.push(from_sec(PT_INTERP, PF_R, Id::Interp, 1));
+    }
+    let first_flags = if spec.first_after_phdrs == AfterPhdrs::Text {
+        PF_R | PF_X
+    } else {
+        PF_R
+    };
+    segs.push(Segment {
+        p_type: PT_LOAD,
+        p_flags: first_flags,
+        offset: 0,
+        vaddr: base,
+        filesz: end1,
+        memsz: end1,
+        align: page,
+    });
+    segs.push(Segment {
+        p_type: PT_LOAD,
+        p_flags: PF_R | PF_X,
+        offset: text_off,
+        vaddr: base + text_off,
+        filesz: text_end - text_off,
+        memsz: text_end - text_off,
+        align: page,
+    });
+    segs.push(Segment {
+        p_type: PT_LOAD,
+        p_flags: PF_R | PF_W,
+        offset: rw_off,
+        vaddr: rw_vaddr,
+        filesz: rw_file_end - rw_off,
+        memsz: mem_end - rw_vaddr,
+        align: page,
+    });
+    segs.push(from_sec(PT_DYNAMIC, PF_R | PF_W, Id::Dynamic, ws));
+    segs.push(from_sec(PT_NOTE, PF_R, Id::Note, 4));
+    segs.push(Segment {
+        p_type: PT_GNU_STACK,
+        p_flags: PF_R | PF_W,
+        offset: 0,
+        vaddr: 0,
+        filesz: 0,
+        memsz: 0,
+        align: 16,
+    });
+    for _ in 0..spec.pt_null_slots {
+        segs.push(Segment {
+            p_type: PT_NULL,
+            p_flags: 0,
+            offset: 0,
+            vaddr: 0,
+            filesz: 0,
+            memsz: 0,
+            align: 0,
+        });
+    }
+    debug_assert_eq!(segs.len() as u64, phnum);
+    {
+        let mut b = Vec::new();
+        for s in &segs {
+            enc.u32(&mut b, s.p_type);
+            if enc.is64 {
+                enc.u32(&mut b, s.p_flags);
+            }
+            enc.word(&mut b, s.offset);
+            enc.word(&mut b, s.vaddr);
+            enc.word(&mut b, s.vaddr);
+            enc.word(&mut b, s.filesz);
+            enc.word(&mut b, s.memsz);
+            if !enc.is64 {
+                enc.u32(&mut b, s.p_flags);
+            }
+            enc.word(&mut b, s.align);
+        }
+        chunks.push((phoff, b));
+    }
+
+    // --- ELF header -----------------------------------------------------------------------
+    let entry = text_addr;
+    {
+        let mut b = vec![0x7f, b'E', b'L', b'F'];
+        b.push(if enc.is64 { 2 } else { 1 });
+        b.push(if enc.big { 2 } else { 1 });
+        b.push(1); // EI_VERSION
+        b.push(0); // ELFOSABI_NONE
+        b.resize(16, 0);
+        enc.u16(&mut b, if spec.e_type == FileType::Exec { 2 } else { 3 });
+        enc.u16(&mut b, spec.machine.e_machine());
+        enc.u32(&mut b, 1);
+        enc.word(&mut b, entry);
+        enc.word(&mut b, phoff);
+        enc.word(&mut b, shoff);
+        enc.u32(&mut b, spec.machine.e_flags(spec.class, spec.endian));
+        enc.u16(&mut b, ehsize as u16);
+        enc.u16(&mut b, phentsize as u16);
+        enc.u16(&mut b, phnum as u16);
+        enc.u16(&mut b, shentsize as u16);
+        enc.u16(&mut b, if shdrs { placed.len() as u16 } else { 0 });
+        enc.u16(&mut b, if shdrs { idx(Id::Shstrtab) } else { 0 });
+        debug_assert_eq!(b.len() as u64, ehsize);
+        chunks.push((0, b));
+    }
+    chunks.sort_by_key(|c| c.0);
+
+    if !shdrs {
+        placed.truncate(1 + alloc_count);
+    }
+    Ok(Plan {
+        layout: Layout {
+            file_size,
+            entry,
+            phoff,
+            segments: segs,
+            shoff,
+            sections: placed,
+            section_headers: shdrs,
+            dynamic,
+            dynsym_order: order,
+            dynstr: dynstr.bytes,
+        },
+        chunks,
+    })
+}
+
+/// Computes where everything of `spec`'s file goes, without building it.
+pub fn layout(spec: &Spec) -> Result<Layout, SpecError> {
+    plan(spec).map(|p| p.layout)
+}
+
+/// Builds the ELF file described by `spec` in memory.
+///
+/// # Panics
+///
+/// If the spec is invalid (see [`Spec::validate`]): strings containing NUL,
+/// a page size that is not a power of two in 4 KiB..=2 MiB, a base that is
+/// not page aligned, more undefined symbols than symbols, a verneed file
+/// without versions, or a layout that does not fit a 32-bit file.
+pub fn build(spec: &Spec) -> Vec<u8> {
+    let p = plan(spec).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = vec![0u8; p.layout.file_size as usize];
+    for (off, bytes) in &p.chunks {
+        let off = *off as usize;
+        out[off..off + bytes.len()].copy_from_slice(bytes);
+    }
+    out
+}
+
+/// Writes the ELF file described by `spec` to `w`, which must be empty and
+/// positioned at offset 0 (a new file, or an empty `Cursor<Vec<u8>>`).
+///
+/// Only nonzero regions are written; the bytes in between (most of a large
+/// `.text`) are skipped by seeking, so on a file system with sparse files a
+/// multi-gigabyte file costs almost nothing to create. The final length is
+/// always [`Layout::file_size`].
+///
+/// An invalid spec gives an [`io::ErrorKind::InvalidInput`] error.
+pub fn build_to<W: Write + Seek>(spec: &Spec, w: &mut W) -> io::Result<()> {
+    let p = plan(spec).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let mut end = 0u64;
+    for (off, bytes) in &p.chunks {
+        w.seek(SeekFrom::Start(*off))?;
+        w.write_all(bytes)?;
+        end = end.max(off + bytes.len() as u64);
+    }
+    if end < p.layout.file_size {
+        w.seek(SeekFrom::Start(p.layout.file_size - 1))?;
+        w.write_all(&[0])?;
+    }
+    w.flush()
+}
