@@ -1,0 +1,328 @@
+//! Where new strings go in the dynamic string table, and which old bytes become garbage.
+//!
+//! The rule: a byte of the table may be overwritten or zeroed only if no reference that survives
+//! the edit covers it. A reference at offset `o` covers `[o, nul(o)]`: the string and its NUL, so a
+//! name merged into the tail of a longer string (`libdep.so` inside `/opt/x/libdep.so`) protects
+//! those bytes too. Strings that fit nowhere make the table grow into a copy.
+
+/// A half-open byte range `[start, end)` of the table.
+pub type Range = (u64, u64);
+
+/// Where one requested string ended up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Already present, NUL-terminated, at this offset in bytes that stay referenced.
+    Existing(u64),
+    /// Written into unreferenced bytes of the current table at this offset.
+    InPlace(u64),
+    /// Appended to a grown copy of the table, at this offset of the copy.
+    Appended(u64),
+}
+
+impl Placement {
+    /// The string table offset the referring entry will hold.
+    pub fn offset(self) -> u64 {
+        match self {
+            Placement::Existing(o) | Placement::InPlace(o) | Placement::Appended(o) => o,
+        }
+    }
+}
+
+/// A request: the string, and the offset of the value it replaces (to prefer reusing that spot).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The string, without NUL.
+    pub bytes: Vec<u8>,
+    /// The offset of the string this one replaces, if any.
+    pub replaces: Option<u64>,
+}
+
+/// The outcome of placing all requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    /// One placement per request, in request order.
+    pub placements: Vec<Placement>,
+    /// Bytes to write into the current table (offset, bytes), for `InPlace` placements, already
+    /// including zeros for the rest of a replaced string when placed over it.
+    pub writes: Vec<(u64, Vec<u8>)>,
+    /// Ranges of the current table that were referenced before the edit and no longer are: their
+    /// bytes must be zeroed (old store paths must not linger, see the pitfalls).
+    pub garbage: Vec<Range>,
+    /// When some string did not fit: the bytes appended after the current table's end (the table
+    /// grows to `table_len + appended.len()`).
+    pub appended: Vec<u8>,
+}
+
+impl Allocation {
+    /// Whether the table must grow (and so move).
+    pub fn grows(&self) -> bool {
+        !self.appended.is_empty()
+    }
+}
+
+/// Coverage of the table by references: sorted, merged ranges.
+pub fn coverage(table: &[u8], refs: impl IntoIterator<Item = u64>) -> Vec<Range> {
+    let mut spans: Vec<Range> = refs
+        .into_iter()
+        .filter(|&o| (o as usize) < table.len())
+        .map(|o| {
+            let end = table[o as usize..]
+                .iter()
+                .position(|&b| b == 0)
+                .map(|p| o + p as u64 + 1)
+                .unwrap_or(table.len() as u64);
+            (o, end)
+        })
+        .collect();
+    merge(&mut spans)
+}
+
+/// Sorts and merges overlapping or touching ranges.
+pub fn merge(spans: &mut [Range]) -> Vec<Range> {
+    spans.sort_unstable();
+    let mut out: Vec<Range> = Vec::with_capacity(spans.len());
+    for &(s, e) in spans.iter() {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// `a` minus `b`, both sorted and merged.
+pub fn subtract(a: &[Range], b: &[Range]) -> Vec<Range> {
+    let mut out = Vec::new();
+    for &(mut s, e) in a {
+        for &(bs, be) in b {
+            if be <= s || bs >= e {
+                continue;
+            }
+            if bs > s {
+                out.push((s, bs));
+            }
+            s = s.max(be);
+            if s >= e {
+                break;
+            }
+        }
+        if s < e {
+            out.push((s, e));
+        }
+    }
+    out
+}
+
+fn contains(cover: &[Range], s: u64, e: u64) -> bool {
+    // cover is sorted and merged: a range is covered iff one span holds it whole.
+    let i = cover.partition_point(|r| r.1 < e);
+    cover.get(i).is_some_and(|r| r.0 <= s && e <= r.1)
+}
+
+/// Places `requests` in `table`.
+///
+/// `before` are the offsets referenced before the edit, `after` those that stay referenced
+/// (excluding the requests themselves). With `exact == false` some referrers are unknown, so no
+/// byte is reused or zeroed and every new string is appended.
+pub fn allocate(
+    table: &[u8],
+    before: &[u64],
+    after: &[u64],
+    requests: &[Request],
+    exact: bool,
+) -> Allocation {
+    let len = table.len() as u64;
+    let cov_before = coverage(table, before.iter().copied());
+    let mut cov_after = coverage(table, after.iter().copied());
+    let nul_positions: Vec<u64> = table
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == 0)
+        .map(|(i, _)| i as u64)
+        .collect();
+
+    let mut placements = vec![Placement::Existing(0); requests.len()];
+    let mut pending = Vec::new();
+    // First: reuse strings already present in bytes that stay referenced (free, and what linkers do).
+    for (i, r) in requests.iter().enumerate() {
+        let n = r.bytes.len() as u64;
+        let found = nul_positions.iter().find(|&&p| {
+            p >= n
+                && &table[(p - n) as usize..p as usize] == r.bytes.as_slice()
+                && contains(&cov_after, p - n, p + 1)
+        });
+        match found {
+            Some(&p) => placements[i] = Placement::Existing(p - n),
+            None => pending.push(i),
+        }
+    }
+
+    // Then: unreferenced bytes of the table, preferring the spot of the string being replaced.
+    let mut writes = Vec::new();
+    let mut claimed: Vec<Range> = Vec::new();
+    let mut appended = Vec::new();
+    // Offset 0 is the empty string every table starts with; never hand it out.
+    let mut free = if exact {
+        subtract(&[(1.min(len), len)], &cov_after)
+    } else {
+        Vec::new()
+    };
+    for &i in &pending {
+        let r = &requests[i];
+        let need = r.bytes.len() as u64 + 1;
+        let at = r
+            .replaces
+            .filter(|&o| free.iter().any(|&(s, e)| s <= o && o + need <= e))
+            .or_else(|| {
+                free.iter()
+                    .filter(|(s, e)| e - s >= need)
+                    .min_by_key(|(s, e)| (e - s, *s))
+                    .map(|&(s, _)| s)
+            });
+        match at {
+            Some(o) => {
+                let mut bytes = r.bytes.clone();
+                bytes.push(0);
+                // Over the string it replaces: zero its tail in the same write.
+                if r.replaces == Some(o) {
+                    let old_end = table[o as usize..]
+                        .iter()
+                        .position(|&b| b == 0)
+                        .map(|p| o + p as u64 + 1)
+                        .unwrap_or(len);
+                    let free_end = free
+                        .iter()
+                        .find(|&&(s, e)| s <= o && o < e)
+                        .map(|r| r.1)
+                        .unwrap_or(o + need);
+                    let end = old_end.min(free_end).max(o + need);
+                    bytes.resize((end - o) as usize, 0);
+                }
+                let end = o + bytes.len() as u64;
+                claimed.push((o, end));
+                free = subtract(&free, &[(o, end)]);
+                writes.push((o, bytes));
+                placements[i] = Placement::InPlace(o);
+            }
+            None => {
+                let off = len + appended.len() as u64;
+                appended.extend_from_slice(&r.bytes);
+                appended.push(0);
+                placements[i] = Placement::Appended(off);
+            }
+        }
+    }
+    claimed.extend(cov_after.iter().copied());
+    cov_after = merge(&mut claimed);
+    let garbage = if exact {
+        subtract(&cov_before, &cov_after)
+    } else {
+        Vec::new()
+    };
+    Allocation {
+        placements,
+        writes,
+        garbage,
+        appended,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(strings: &[&str]) -> (Vec<u8>, Vec<u64>) {
+        let mut t = vec![0u8];
+        let mut offs = Vec::new();
+        for s in strings {
+            offs.push(t.len() as u64);
+            t.extend_from_slice(s.as_bytes());
+            t.push(0);
+        }
+        (t, offs)
+    }
+
+    fn req(s: &str, replaces: Option<u64>) -> Request {
+        Request {
+            bytes: s.as_bytes().to_vec(),
+            replaces,
+        }
+    }
+
+    #[test]
+    fn shorter_string_goes_over_the_one_it_replaces_and_zeroes_its_tail() {
+        let (t, o) = table(&["libc.so.6", "/nix/store/aaaa-stubs/lib"]);
+        let a = allocate(&t, &o, &o[..1], &[req("/run/x", Some(o[1]))], true);
+        assert_eq!(a.placements, vec![Placement::InPlace(o[1])]);
+        assert!(!a.grows());
+        let (off, bytes) = &a.writes[0];
+        assert_eq!(*off, o[1]);
+        assert_eq!(bytes.len(), "/nix/store/aaaa-stubs/lib".len() + 1);
+        assert!(bytes.starts_with(b"/run/x\0"));
+        assert!(bytes[7..].iter().all(|&b| b == 0));
+        assert!(
+            a.garbage.is_empty(),
+            "the write itself clears the old string: {:?}",
+            a.garbage
+        );
+    }
+
+    #[test]
+    fn a_tail_shared_with_a_surviving_reference_is_never_overwritten() {
+        // NEEDED "libdep.so" points into the tail of RUNPATH "/opt/x/libdep.so".
+        let (t, o) = table(&["/opt/x/libdep.so"]);
+        let needed = o[0] + 7;
+        let a = allocate(
+            &t,
+            &[o[0], needed],
+            &[needed],
+            &[req("/short", Some(o[0]))],
+            true,
+        );
+        // Only "/opt/x/" (7 bytes) is free: "/short\0" fits exactly there.
+        assert_eq!(a.placements, vec![Placement::InPlace(o[0])]);
+        assert_eq!(a.writes, vec![(o[0], b"/short\0".to_vec())]);
+        let a = allocate(
+            &t,
+            &[o[0], needed],
+            &[needed],
+            &[req("/longer", Some(o[0]))],
+            true,
+        );
+        assert!(a.grows());
+        assert_eq!(&t[needed as usize..needed as usize + 10], b"libdep.so\0");
+    }
+
+    #[test]
+    fn strings_already_present_are_reused() {
+        let (t, o) = table(&["libfoo.so", "/a"]);
+        let a = allocate(&t, &o, &o, &[req("foo.so", None)], true);
+        assert_eq!(a.placements, vec![Placement::Existing(o[0] + 3)]);
+        assert!(a.writes.is_empty() && !a.grows());
+    }
+
+    #[test]
+    fn unknown_referrers_forbid_reuse_and_zeroing() {
+        let (t, o) = table(&["/nix/store/aaaa-stubs/lib"]);
+        let a = allocate(&t, &o, &[], &[req("/x", Some(o[0]))], false);
+        assert_eq!(a.placements, vec![Placement::Appended(t.len() as u64)]);
+        assert!(a.garbage.is_empty());
+        assert_eq!(a.appended, b"/x\0");
+    }
+
+    #[test]
+    fn removed_strings_become_garbage() {
+        let (t, o) = table(&["a", "bb", "ccc"]);
+        let a = allocate(&t, &o, &[o[0], o[2]], &[], true);
+        assert_eq!(a.garbage, vec![(o[1], o[1] + 3)]);
+    }
+
+    #[test]
+    fn subtract_splits_ranges() {
+        assert_eq!(
+            subtract(&[(0, 10)], &[(2, 3), (5, 7)]),
+            vec![(0, 2), (3, 5), (7, 10)]
+        );
+        assert_eq!(subtract(&[(0, 10)], &[(0, 10)]), vec![]);
+    }
+}

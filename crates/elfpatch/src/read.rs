@@ -1,0 +1,650 @@
+//! Parsing: from a [`Source`] to an [`Elf`], reading only headers, `.dynamic`, the dynamic string
+//! table and the interpreter path.
+//!
+//! Everything is located through the program headers (`PT_DYNAMIC`, `PT_INTERP`, and `PT_LOAD` to
+//! map `DT_STRTAB` to a file offset), so files without section headers are read exactly like the
+//! others. Section headers, when present, are read too so that edits can keep them consistent.
+
+use object::elf;
+
+use crate::error::{Error, Result};
+use crate::format::{Class, Dyn, Endian, Format, Header, Phdr, Shdr};
+use crate::source::{check_range, read_range, Source};
+
+/// A section header with its index and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Section {
+    /// Index in the section header table.
+    pub index: usize,
+    /// Name from the section name string table (empty when unavailable).
+    pub name: Vec<u8>,
+    /// The header itself.
+    pub shdr: Shdr,
+}
+
+/// The dynamic array, as found through `PT_DYNAMIC`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dynamic {
+    /// Index of the `PT_DYNAMIC` program header.
+    pub phdr_index: usize,
+    /// File offset of the first entry.
+    pub offset: u64,
+    /// Virtual address of the first entry.
+    pub vaddr: u64,
+    /// Every slot that fits in `PT_DYNAMIC`'s `p_filesz`, including the terminating and any spare
+    /// `DT_NULL` entries.
+    pub slots: Vec<Dyn>,
+    /// Number of entries before the first `DT_NULL`.
+    pub len: usize,
+    /// Index of the `SHT_DYNAMIC` section describing the same bytes, if any.
+    pub section: Option<usize>,
+}
+
+impl Dynamic {
+    /// The entries before the terminating `DT_NULL`.
+    pub fn entries(&self) -> &[Dyn] {
+        &self.slots[..self.len]
+    }
+
+    /// The value of the first entry with `tag`.
+    pub fn get(&self, tag: u32) -> Option<u64> {
+        self.entries()
+            .iter()
+            .find(|d| d.tag == u64::from(tag))
+            .map(|d| d.val)
+    }
+
+    /// How many entries (including the terminator) fit where the array is now.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+}
+
+/// The dynamic string table (`DT_STRTAB`, `DT_STRSZ`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StrTab {
+    /// File offset.
+    pub offset: u64,
+    /// Virtual address (`DT_STRTAB`).
+    pub vaddr: u64,
+    /// The table's bytes (`DT_STRSZ` of them).
+    pub bytes: Vec<u8>,
+    /// Index of the section describing it (`.dynstr`), if any.
+    pub section: Option<usize>,
+}
+
+impl StrTab {
+    /// The NUL-terminated string at `offset`, without its terminator.
+    pub fn get(&self, offset: u64) -> Option<&[u8]> {
+        let start = usize::try_from(offset).ok()?;
+        let rest = self.bytes.get(start..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        Some(&rest[..end])
+    }
+}
+
+/// The program interpreter (`PT_INTERP`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interp {
+    /// Index of the `PT_INTERP` program header.
+    pub phdr_index: usize,
+    /// File offset of the path.
+    pub offset: u64,
+    /// Bytes reserved for it (`p_filesz`, including the terminating NUL).
+    pub capacity: u64,
+    /// The path, without the terminating NUL.
+    pub path: Vec<u8>,
+    /// Index of the `.interp` section, if any.
+    pub section: Option<usize>,
+}
+
+/// A parsed ELF file: its headers and the dynamic information this crate reads and edits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Elf {
+    /// Class and byte order.
+    pub format: Format,
+    /// The file header as stored.
+    pub header: Header,
+    /// Length of the file when it was parsed.
+    pub file_len: u64,
+    /// The program headers, in table order.
+    pub phdrs: Vec<Phdr>,
+    /// The section headers (empty when the file has none).
+    pub sections: Vec<Section>,
+    /// The dynamic array, when the file has `PT_DYNAMIC`.
+    pub dynamic: Option<Dynamic>,
+    /// The dynamic string table, when `.dynamic` has `DT_STRTAB`.
+    pub strtab: Option<StrTab>,
+    /// The interpreter, when the file has `PT_INTERP`.
+    pub interp: Option<Interp>,
+    /// Up to [`PHDR_TAIL`] bytes that follow the program header table in the file (to tell whether
+    /// the table can grow in place).
+    pub phdr_tail: Vec<u8>,
+}
+
+/// How many bytes after the program header table [`Elf::phdr_tail`] holds.
+pub const PHDR_TAIL: u64 = 512;
+
+/// Dynamic tags whose value is an offset into the dynamic string table.
+pub const STRING_TAGS: [u32; 8] = [
+    elf::DT_NEEDED,
+    elf::DT_SONAME,
+    elf::DT_RPATH,
+    elf::DT_RUNPATH,
+    elf::DT_AUXILIARY,
+    elf::DT_FILTER,
+    elf::DT_CONFIG,
+    elf::DT_DEPAUDIT,
+];
+
+/// `DT_AUDIT`, also a string tag (not in `object`'s constants under that name everywhere).
+pub const DT_AUDIT: u32 = 0x6fff_fefc;
+
+/// Whether entries with this tag hold a string table offset.
+pub fn is_string_tag(tag: u64) -> bool {
+    STRING_TAGS.iter().any(|&t| u64::from(t) == tag) || tag == u64::from(DT_AUDIT)
+}
+
+impl Elf {
+    /// Parses the headers of an ELF file held in memory.
+    pub fn parse(bytes: &[u8]) -> Result<Elf> {
+        Elf::read(bytes)
+    }
+
+    /// Parses the headers of an ELF file from any [`Source`], reading only what it needs.
+    pub fn read<S: Source + ?Sized>(src: &S) -> Result<Elf> {
+        let file_len = src.len();
+        let format = read_format(src)?;
+        let ehdr = read_range(src, 0, format.ehdr_size() as u64, "ELF header")?;
+        let header = format.decode_header(&ehdr);
+        if header.e_version != 1 && header.ident[6] != 1 {
+            return Err(Error::malformed(6, "unknown ELF version"));
+        }
+        let (sections, phnum) = read_sections(src, format, &header)?;
+        let phdrs = read_phdrs(src, format, &header, phnum)?;
+        let mut elf = Elf {
+            format,
+            header,
+            file_len,
+            phdrs,
+            sections,
+            dynamic: None,
+            strtab: None,
+            interp: None,
+            phdr_tail: Vec::new(),
+        };
+        let table_end = elf.header.e_phoff + (elf.phdrs.len() * format.phdr_size()) as u64;
+        if !elf.phdrs.is_empty() && table_end < file_len {
+            elf.phdr_tail = read_range(
+                src,
+                table_end,
+                PHDR_TAIL.min(file_len - table_end),
+                "bytes after the program headers",
+            )?;
+        }
+        elf.dynamic = read_dynamic(src, &elf)?;
+        elf.strtab = read_strtab(src, &elf)?;
+        elf.interp = read_interp(src, &elf)?;
+        elf.check_string_entries()?;
+        Ok(elf)
+    }
+
+    /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that holds it in the file.
+    pub fn vaddr_to_offset(&self, vaddr: u64, len: u64) -> Option<u64> {
+        self.loads()
+            .find(|p| p.contains_vaddr(vaddr, len))
+            .map(|p| p.p_offset + (vaddr - p.p_vaddr))
+    }
+
+    /// Maps a file offset to a virtual address through the `PT_LOAD` whose file range holds it.
+    pub fn offset_to_vaddr(&self, offset: u64, len: u64) -> Option<u64> {
+        self.loads()
+            .find(|p| p.contains_offset(offset, len))
+            .map(|p| p.p_vaddr + (offset - p.p_offset))
+    }
+
+    /// The `PT_LOAD` program headers, in table order.
+    pub fn loads(&self) -> impl Iterator<Item = &Phdr> {
+        self.phdrs.iter().filter(|p| p.p_type == elf::PT_LOAD)
+    }
+
+    /// The class (32 or 64-bit).
+    pub fn class(&self) -> Class {
+        self.format.class
+    }
+
+    /// The byte order.
+    pub fn endian(&self) -> Endian {
+        self.format.endian
+    }
+
+    /// `e_machine`.
+    pub fn machine(&self) -> u16 {
+        self.header.e_machine
+    }
+
+    /// `e_type`.
+    pub fn e_type(&self) -> u16 {
+        self.header.e_type
+    }
+
+    /// The interpreter path, if the file has `PT_INTERP`.
+    pub fn interpreter(&self) -> Option<&[u8]> {
+        self.interp.as_ref().map(|i| i.path.as_slice())
+    }
+
+    fn string_values(&self, tag: u32) -> Vec<&[u8]> {
+        let (Some(d), Some(s)) = (&self.dynamic, &self.strtab) else {
+            return Vec::new();
+        };
+        d.entries()
+            .iter()
+            .filter(|e| e.tag == u64::from(tag))
+            .filter_map(|e| s.get(e.val))
+            .collect()
+    }
+
+    /// `DT_NEEDED` names in order.
+    pub fn needed(&self) -> Vec<&[u8]> {
+        self.string_values(elf::DT_NEEDED)
+    }
+
+    /// `DT_SONAME`, if present.
+    pub fn soname(&self) -> Option<&[u8]> {
+        self.string_values(elf::DT_SONAME).into_iter().next()
+    }
+
+    /// `DT_RPATH`, if present.
+    pub fn rpath(&self) -> Option<&[u8]> {
+        self.string_values(elf::DT_RPATH).into_iter().next()
+    }
+
+    /// `DT_RUNPATH`, if present.
+    pub fn runpath(&self) -> Option<&[u8]> {
+        self.string_values(elf::DT_RUNPATH).into_iter().next()
+    }
+
+    /// `DT_FLAGS`, if present.
+    pub fn flags(&self) -> Option<u64> {
+        self.dynamic.as_ref().and_then(|d| d.get(elf::DT_FLAGS))
+    }
+
+    /// `DT_FLAGS_1`, if present.
+    pub fn flags_1(&self) -> Option<u64> {
+        self.dynamic.as_ref().and_then(|d| d.get(elf::DT_FLAGS_1))
+    }
+
+    /// The section with this index.
+    pub fn section(&self, index: usize) -> Option<&Section> {
+        self.sections.get(index)
+    }
+
+    /// The first section with this name.
+    pub fn section_by_name(&self, name: &[u8]) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Every string entry must point inside the string table at a NUL-terminated string:
+    /// otherwise editing would read or write past it.
+    fn check_string_entries(&self) -> Result<()> {
+        let Some(d) = &self.dynamic else {
+            return Ok(());
+        };
+        for (i, e) in d.entries().iter().enumerate() {
+            if !is_string_tag(e.tag) {
+                continue;
+            }
+            let entry_off = d.offset + (i * self.format.dyn_size()) as u64;
+            let Some(s) = &self.strtab else {
+                return Err(Error::malformed(
+                    entry_off,
+                    format!(
+                        "dynamic entry {} holds a string but there is no DT_STRTAB",
+                        tag_name(e.tag)
+                    ),
+                ));
+            };
+            if s.get(e.val).is_none() {
+                return Err(Error::malformed(
+                    entry_off,
+                    format!(
+                        "{} offset {:#x} is outside the {}-byte string table or not NUL-terminated",
+                        tag_name(e.tag),
+                        e.val,
+                        s.bytes.len()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A short name for a dynamic tag, for messages.
+pub fn tag_name(tag: u64) -> String {
+    let t = tag as u32;
+    let name = match t {
+        elf::DT_NEEDED => "DT_NEEDED",
+        elf::DT_SONAME => "DT_SONAME",
+        elf::DT_RPATH => "DT_RPATH",
+        elf::DT_RUNPATH => "DT_RUNPATH",
+        elf::DT_STRTAB => "DT_STRTAB",
+        elf::DT_STRSZ => "DT_STRSZ",
+        elf::DT_SYMTAB => "DT_SYMTAB",
+        elf::DT_AUXILIARY => "DT_AUXILIARY",
+        elf::DT_FILTER => "DT_FILTER",
+        elf::DT_CONFIG => "DT_CONFIG",
+        elf::DT_DEPAUDIT => "DT_DEPAUDIT",
+        DT_AUDIT => "DT_AUDIT",
+        elf::DT_VERNEED => "DT_VERNEED",
+        elf::DT_VERDEF => "DT_VERDEF",
+        elf::DT_VERSYM => "DT_VERSYM",
+        elf::DT_HASH => "DT_HASH",
+        elf::DT_GNU_HASH => "DT_GNU_HASH",
+        _ => return format!("dynamic tag {tag:#x}"),
+    };
+    name.to_string()
+}
+
+fn read_format<S: Source + ?Sized>(src: &S) -> Result<Format> {
+    if src.len() < 4 {
+        return Err(Error::NotElf {
+            path: Default::default(),
+            what: format!("{} bytes long", src.len()),
+        });
+    }
+    let mut magic = [0u8; 4];
+    src.read_exact_at(0, &mut magic).map_err(|e| Error::Io {
+        path: Default::default(),
+        op: "read",
+        source: e,
+    })?;
+    if magic != elf::ELFMAG {
+        return Err(Error::NotElf {
+            path: Default::default(),
+            what: format!("starts with {magic:02x?}"),
+        });
+    }
+    let ident = read_range(src, 0, 16, "ELF identification")?;
+    let class = match ident[4] {
+        elf::ELFCLASS32 => Class::Elf32,
+        elf::ELFCLASS64 => Class::Elf64,
+        c => {
+            return Err(Error::NotElf {
+                path: Default::default(),
+                what: format!("unknown class {c}"),
+            })
+        }
+    };
+    let endian = match ident[5] {
+        elf::ELFDATA2LSB => Endian::Little,
+        elf::ELFDATA2MSB => Endian::Big,
+        d => {
+            return Err(Error::NotElf {
+                path: Default::default(),
+                what: format!("unknown data encoding {d}"),
+            })
+        }
+    };
+    Ok(Format { class, endian })
+}
+
+/// Reads the section headers and returns them with the real program header count (which lives in
+/// section 0's `sh_info` when `e_phnum` is `PN_XNUM`).
+fn read_sections<S: Source + ?Sized>(
+    src: &S,
+    f: Format,
+    h: &Header,
+) -> Result<(Vec<Section>, usize)> {
+    let mut phnum = usize::from(h.e_phnum);
+    if h.e_shoff == 0 {
+        if h.e_phnum == elf::PN_XNUM {
+            return Err(Error::malformed(
+                0,
+                "e_phnum is PN_XNUM but there are no section headers",
+            ));
+        }
+        return Ok((Vec::new(), phnum));
+    }
+    if usize::from(h.e_shentsize) != f.shdr_size() {
+        return Err(Error::malformed(
+            0,
+            format!(
+                "e_shentsize is {}, expected {}",
+                h.e_shentsize,
+                f.shdr_size()
+            ),
+        ));
+    }
+    let first = read_range(src, h.e_shoff, f.shdr_size() as u64, "section header 0")?;
+    let sh0 = f.decode_shdr(&first);
+    let shnum = if h.e_shnum == 0 {
+        sh0.sh_size
+    } else {
+        u64::from(h.e_shnum)
+    };
+    if h.e_phnum == elf::PN_XNUM {
+        phnum = sh0.sh_info as usize;
+    }
+    let shstrndx = if h.e_shstrndx == elf::SHN_XINDEX {
+        u64::from(sh0.sh_link)
+    } else {
+        u64::from(h.e_shstrndx)
+    };
+    let table_len = shnum
+        .checked_mul(f.shdr_size() as u64)
+        .ok_or_else(|| Error::malformed(0, "section header count overflows"))?;
+    let table = read_range(src, h.e_shoff, table_len, "section header table")?;
+    let mut shdrs: Vec<Shdr> = table
+        .chunks_exact(f.shdr_size())
+        .map(|c| f.decode_shdr(c))
+        .collect();
+    if shdrs.is_empty() {
+        shdrs.push(sh0);
+    }
+    let names = if shstrndx != 0 && (shstrndx as usize) < shdrs.len() {
+        let s = shdrs[shstrndx as usize];
+        if s.sh_type == elf::SHT_STRTAB && s.sh_size <= 16 << 20 {
+            read_range(src, s.sh_offset, s.sh_size, "section name string table")?
+        } else {
+            Vec::new()
+        }
+    } else {
+        Vec::new()
+    };
+    let sections = shdrs
+        .into_iter()
+        .enumerate()
+        .map(|(index, shdr)| {
+            let name = names
+                .get(shdr.sh_name as usize..)
+                .and_then(|r| r.iter().position(|&b| b == 0).map(|e| r[..e].to_vec()))
+                .unwrap_or_default();
+            Section { index, name, shdr }
+        })
+        .collect();
+    Ok((sections, phnum))
+}
+
+fn read_phdrs<S: Source + ?Sized>(
+    src: &S,
+    f: Format,
+    h: &Header,
+    phnum: usize,
+) -> Result<Vec<Phdr>> {
+    if phnum == 0 {
+        return Ok(Vec::new());
+    }
+    if usize::from(h.e_phentsize) != f.phdr_size() {
+        return Err(Error::malformed(
+            0,
+            format!(
+                "e_phentsize is {}, expected {}",
+                h.e_phentsize,
+                f.phdr_size()
+            ),
+        ));
+    }
+    let len = (phnum * f.phdr_size()) as u64;
+    let table = read_range(src, h.e_phoff, len, "program header table")?;
+    let phdrs: Vec<Phdr> = table
+        .chunks_exact(f.phdr_size())
+        .map(|c| f.decode_phdr(c))
+        .collect();
+    for (i, p) in phdrs.iter().enumerate() {
+        let at = h.e_phoff + (i * f.phdr_size()) as u64;
+        if p.p_type == elf::PT_LOAD || p.p_type == elf::PT_DYNAMIC || p.p_type == elf::PT_INTERP {
+            if p.p_filesz > p.p_memsz && p.p_type == elf::PT_LOAD {
+                return Err(Error::malformed(
+                    at,
+                    format!("PT_LOAD {i} has p_filesz > p_memsz"),
+                ));
+            }
+            check_range(src.len(), p.p_offset, p.p_filesz, &format!("segment {i}"))
+                .map_err(|_| {
+                    Error::malformed(
+                        at,
+                        format!(
+                            "segment {i} (file range {:#x}+{:#x}) extends past the end of the file ({:#x} bytes)",
+                            p.p_offset,
+                            p.p_filesz,
+                            src.len()
+                        ),
+                    )
+                })?;
+            if p.p_vaddr
+                .checked_add(p.p_memsz)
+                .is_none_or(|e| e > f.max_addr().saturating_add(1))
+            {
+                return Err(Error::malformed(
+                    at,
+                    format!("segment {i} wraps the address space"),
+                ));
+            }
+        }
+    }
+    Ok(phdrs)
+}
+
+fn read_dynamic<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Dynamic>> {
+    let mut found = e
+        .phdrs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.p_type == elf::PT_DYNAMIC);
+    let Some((phdr_index, p)) = found.next() else {
+        return Ok(None);
+    };
+    if found.next().is_some() {
+        return Err(Error::malformed(
+            e.header.e_phoff,
+            "more than one PT_DYNAMIC",
+        ));
+    }
+    let f = e.format;
+    let bytes = read_range(src, p.p_offset, p.p_filesz, "dynamic section")?;
+    let slots: Vec<Dyn> = bytes
+        .chunks_exact(f.dyn_size())
+        .map(|c| f.decode_dyn(c))
+        .collect();
+    let Some(len) = slots.iter().position(|d| d.tag == u64::from(elf::DT_NULL)) else {
+        return Err(Error::malformed(
+            p.p_offset,
+            format!(
+                "dynamic section ({} bytes) has no DT_NULL terminator",
+                p.p_filesz
+            ),
+        ));
+    };
+    let section = e
+        .sections
+        .iter()
+        .find(|s| s.shdr.sh_type == elf::SHT_DYNAMIC && s.shdr.sh_offset == p.p_offset)
+        .map(|s| s.index);
+    Ok(Some(Dynamic {
+        phdr_index,
+        offset: p.p_offset,
+        vaddr: p.p_vaddr,
+        slots,
+        len,
+        section,
+    }))
+}
+
+fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
+    let Some(d) = &e.dynamic else {
+        return Ok(None);
+    };
+    let Some(vaddr) = d.get(elf::DT_STRTAB) else {
+        return Ok(None);
+    };
+    let section = e
+        .sections
+        .iter()
+        .find(|s| s.shdr.sh_type == elf::SHT_STRTAB && s.shdr.is_alloc() && s.shdr.sh_addr == vaddr)
+        .map(|s| s.index);
+    let size = match d.get(elf::DT_STRSZ) {
+        Some(sz) => sz,
+        None => match section {
+            Some(i) => e.sections[i].shdr.sh_size,
+            None => {
+                return Err(Error::malformed(d.offset, "DT_STRTAB without DT_STRSZ"));
+            }
+        },
+    };
+    let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
+        return Err(Error::malformed(
+            d.offset,
+            format!("DT_STRTAB {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD"),
+        ));
+    };
+    let bytes = read_range(src, offset, size, "dynamic string table")?;
+    Ok(Some(StrTab {
+        offset,
+        vaddr,
+        bytes,
+        section,
+    }))
+}
+
+fn read_interp<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Interp>> {
+    let mut found = e
+        .phdrs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.p_type == elf::PT_INTERP);
+    let Some((phdr_index, p)) = found.next() else {
+        return Ok(None);
+    };
+    if found.next().is_some() {
+        return Err(Error::malformed(
+            e.header.e_phoff,
+            "more than one PT_INTERP",
+        ));
+    }
+    if p.p_filesz > 1 << 16 {
+        return Err(Error::malformed(
+            p.p_offset,
+            format!("PT_INTERP is {} bytes long", p.p_filesz),
+        ));
+    }
+    let bytes = read_range(src, p.p_offset, p.p_filesz, "interpreter path")?;
+    let Some(end) = bytes.iter().position(|&b| b == 0) else {
+        return Err(Error::malformed(
+            p.p_offset,
+            "PT_INTERP path is not NUL-terminated",
+        ));
+    };
+    let section = e
+        .sections
+        .iter()
+        .find(|s| s.shdr.sh_offset == p.p_offset && s.shdr.has_file_bytes() && s.name == b".interp")
+        .map(|s| s.index);
+    Ok(Some(Interp {
+        phdr_index,
+        offset: p.p_offset,
+        capacity: p.p_filesz,
+        path: bytes[..end].to_vec(),
+        section,
+    }))
+}

@@ -1,0 +1,454 @@
+//! Everything else that points into the dynamic string table, and the tables around it.
+//!
+//! Before overwriting or zeroing bytes of `.dynstr`, a planner must prove that nothing else points
+//! into them: linkers merge a string with the tail of a longer one, so a symbol name may live inside
+//! the RUNPATH's bytes. The referrers are the dynamic entries (in [`crate::Elf`]), the dynamic
+//! symbols' names, and the version need/definition records; this module loads the latter, found
+//! through the dynamic tags (or the section headers when present), and the hash tables whose sizes
+//! a file without section headers only reveals by walking them.
+
+use object::elf;
+
+use crate::error::{Error, Result};
+use crate::format::Format;
+use crate::read::Elf;
+use crate::source::{read_range, Source};
+
+/// A range of the file that is also mapped at `vaddr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// File offset.
+    pub offset: u64,
+    /// Virtual address.
+    pub vaddr: u64,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+impl Region {
+    /// One past the last file offset.
+    pub fn end(&self) -> u64 {
+        self.offset + self.size
+    }
+}
+
+/// The dynamic symbol table's location and the string offsets of its names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymTable {
+    /// Where the table is.
+    pub region: Region,
+    /// `st_name` of every symbol, in order.
+    pub names: Vec<u32>,
+    /// Index of the `.dynsym` section, if any.
+    pub section: Option<usize>,
+}
+
+/// One `Vernaux` record (a version needed from a file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Vernaux {
+    /// File offset of the record.
+    pub offset: u64,
+    /// `vna_hash`.
+    pub hash: u32,
+    /// `vna_flags`.
+    pub flags: u16,
+    /// `vna_other`: the version index used in `.gnu.version`.
+    pub other: u16,
+    /// `vna_name`: string table offset of the version name.
+    pub name: u32,
+}
+
+/// One `Verneed` record (a file versions are needed from) and its `Vernaux` records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerneedEntry {
+    /// File offset of the record.
+    pub offset: u64,
+    /// `vn_version`.
+    pub version: u16,
+    /// `vn_file`: string table offset of the file name.
+    pub file: u32,
+    /// The auxiliary records, in chain order.
+    pub aux: Vec<Vernaux>,
+}
+
+/// Everything outside `.dynamic` that refers to the dynamic string table, plus the hash tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tables {
+    /// `.dynsym`, when its extent could be determined.
+    pub dynsym: Option<SymTable>,
+    /// `DT_HASH` table extent.
+    pub hash: Option<Region>,
+    /// `DT_GNU_HASH` table extent.
+    pub gnu_hash: Option<Region>,
+    /// `.gnu.version` (`DT_VERSYM`): one version index per dynamic symbol.
+    pub versym: Option<(Region, Vec<u16>)>,
+    /// `.gnu.version_r` (`DT_VERNEED`) extent and records.
+    pub verneed: Option<(Region, Vec<VerneedEntry>)>,
+    /// `.gnu.version_d` (`DT_VERDEF`) extent and the string offsets of its names.
+    pub verdef: Option<(Region, Vec<u32>)>,
+    /// Whether every referrer of the string table is known. When false, no byte of the table may be
+    /// overwritten or zeroed: only appending to a copy is safe.
+    pub exact: bool,
+}
+
+impl Tables {
+    /// Loads the tables of `elf` from `src`. Reads only the tables themselves.
+    pub fn read<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Tables> {
+        let Some(d) = &e.dynamic else {
+            return Ok(Tables {
+                exact: true,
+                ..Tables::default()
+            });
+        };
+        let f = e.format;
+        let mut t = Tables {
+            exact: true,
+            ..Tables::default()
+        };
+        let region_at = |tag: u32, size: u64| -> Result<Option<Region>> {
+            let Some(vaddr) = d.get(tag) else {
+                return Ok(None);
+            };
+            match e.vaddr_to_offset(vaddr, size) {
+                Some(offset) => Ok(Some(Region {
+                    offset,
+                    vaddr,
+                    size,
+                })),
+                None => Err(Error::malformed(
+                    d.offset,
+                    format!(
+                        "{} {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD",
+                        crate::read::tag_name(u64::from(tag))
+                    ),
+                )),
+            }
+        };
+
+        let mut hash_nchain = None;
+        let hash_word = if e.machine() == elf::EM_S390 && f.class == crate::Class::Elf64 {
+            8
+        } else {
+            4
+        };
+        if let Some(r) = region_at(elf::DT_HASH, 2 * hash_word)? {
+            let head = read_range(src, r.offset, 2 * hash_word, "DT_HASH header")?;
+            let (nbucket, nchain) = if hash_word == 8 {
+                (f.u64(&head[..8]), f.u64(&head[8..]))
+            } else {
+                (u64::from(f.u32(&head[..4])), u64::from(f.u32(&head[4..])))
+            };
+            let size = nbucket
+                .checked_add(nchain)
+                .and_then(|n| n.checked_add(2))
+                .and_then(|n| n.checked_mul(hash_word))
+                .ok_or_else(|| Error::malformed(r.offset, "DT_HASH sizes overflow"))?;
+            t.hash = region_at(elf::DT_HASH, size)?;
+            if t.hash.is_none() {
+                return Err(Error::malformed(
+                    r.offset,
+                    "DT_HASH table extends past its segment",
+                ));
+            }
+            hash_nchain = Some(nchain);
+        }
+        let mut gnu_count = None;
+        if let Some(r) = region_at(elf::DT_GNU_HASH, 16)? {
+            let (size, count) = walk_gnu_hash(src, e, r)?;
+            t.gnu_hash = Some(Region { size, ..r });
+            gnu_count = Some(count);
+        }
+
+        // The symbol count: the section says it best; otherwise the hash tables.
+        let symtab = d.get(elf::DT_SYMTAB);
+        let section = e
+            .sections
+            .iter()
+            .find(|s| s.shdr.sh_type == elf::SHT_DYNSYM && Some(s.shdr.sh_addr) == symtab);
+        let count = match (section, t.hash.is_some(), gnu_count) {
+            (Some(s), _, _) => Some(s.shdr.sh_size / f.sym_size() as u64),
+            (None, true, _) => hash_nchain,
+            (None, false, Some(n)) => Some(n),
+            _ => None,
+        };
+        if let (Some(vaddr), Some(count)) = (symtab, count) {
+            let size = count
+                .checked_mul(f.sym_size() as u64)
+                .ok_or_else(|| Error::malformed(d.offset, "symbol count overflows"))?;
+            let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
+                return Err(Error::malformed(
+                    d.offset,
+                    format!("DT_SYMTAB {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD"),
+                ));
+            };
+            let bytes = read_range(src, offset, size, "dynamic symbol table")?;
+            let names = bytes.chunks_exact(f.sym_size()).map(|c| f.u32(c)).collect();
+            t.dynsym = Some(SymTable {
+                region: Region {
+                    offset,
+                    vaddr,
+                    size,
+                },
+                names,
+                section: section.map(|s| s.index),
+            });
+        } else if symtab.is_some() {
+            // Symbol names we cannot enumerate may point anywhere into the table.
+            t.exact = false;
+        }
+
+        if let (Some(vaddr), Some(n)) = (
+            d.get(elf::DT_VERSYM),
+            t.dynsym.as_ref().map(|s| s.names.len()),
+        ) {
+            let size = 2 * n as u64;
+            let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
+                return Err(Error::malformed(
+                    d.offset,
+                    format!("DT_VERSYM {vaddr:#x} is not inside any PT_LOAD"),
+                ));
+            };
+            let bytes = read_range(src, offset, size, "symbol version table")?;
+            let values = bytes.chunks_exact(2).map(|c| f.u16(c)).collect();
+            t.versym = Some((
+                Region {
+                    offset,
+                    vaddr,
+                    size,
+                },
+                values,
+            ));
+        }
+        if let Some(vaddr) = d.get(elf::DT_VERNEED) {
+            let count = d.get(elf::DT_VERNEEDNUM).unwrap_or(0);
+            t.verneed = Some(read_verneed(src, e, vaddr, count)?);
+        }
+        if let Some(vaddr) = d.get(elf::DT_VERDEF) {
+            let count = d.get(elf::DT_VERDEFNUM).unwrap_or(0);
+            t.verdef = Some(read_verdef(src, e, vaddr, count)?);
+        }
+
+        // A section we do not understand that links to .dynstr may hold offsets into it.
+        if let Some(strsec) = e.strtab.as_ref().and_then(|s| s.section) {
+            let known = [
+                elf::SHT_DYNSYM,
+                elf::SHT_DYNAMIC,
+                elf::SHT_GNU_VERNEED,
+                elf::SHT_GNU_VERDEF,
+            ];
+            if e.sections.iter().any(|s| {
+                s.shdr.sh_link as usize == strsec
+                    && s.index != 0
+                    && !known.contains(&s.shdr.sh_type)
+            }) {
+                t.exact = false;
+            }
+        }
+        Ok(t)
+    }
+
+    /// Every string table offset referenced from outside `.dynamic`.
+    pub fn string_refs(&self) -> impl Iterator<Item = u64> + '_ {
+        let syms = self
+            .dynsym
+            .iter()
+            .flat_map(|s| s.names.iter().map(|&n| u64::from(n)));
+        let need = self.verneed.iter().flat_map(|(_, v)| {
+            v.iter().flat_map(|n| {
+                std::iter::once(u64::from(n.file)).chain(n.aux.iter().map(|a| u64::from(a.name)))
+            })
+        });
+        let def = self
+            .verdef
+            .iter()
+            .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n)));
+        syms.chain(need).chain(def)
+    }
+}
+
+/// Walks a GNU hash table to find its size and the number of dynamic symbols it implies.
+fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64, u64)> {
+    let f = e.format;
+    let head = read_range(src, r.offset, 16, "DT_GNU_HASH header")?;
+    let nbuckets = u64::from(f.u32(&head[0..]));
+    let symoffset = u64::from(f.u32(&head[4..]));
+    let bloom_size = u64::from(f.u32(&head[8..]));
+    let fixed = bloom_size
+        .checked_mul(f.word_size())
+        .and_then(|b| b.checked_add(16))
+        .and_then(|b| b.checked_add(nbuckets.checked_mul(4)?))
+        .ok_or_else(|| Error::malformed(r.offset, "DT_GNU_HASH sizes overflow"))?;
+    let seg_end = e
+        .loads()
+        .find(|p| p.contains_vaddr(r.vaddr, 16))
+        .map(|p| p.p_offset + p.p_filesz)
+        .unwrap_or(r.offset);
+    if r.offset + fixed > seg_end {
+        return Err(Error::malformed(
+            r.offset,
+            "DT_GNU_HASH table extends past its segment",
+        ));
+    }
+    let buckets = read_range(
+        src,
+        r.offset + 16 + bloom_size * f.word_size(),
+        nbuckets * 4,
+        "DT_GNU_HASH buckets",
+    )?;
+    let max_bucket = buckets
+        .chunks_exact(4)
+        .map(|c| u64::from(f.u32(c)))
+        .max()
+        .unwrap_or(0);
+    if max_bucket == 0 || max_bucket < symoffset {
+        return Ok((fixed, symoffset));
+    }
+    let chains = r.offset + fixed;
+    let mut idx = max_bucket;
+    loop {
+        let at = chains + (idx - symoffset) * 4;
+        if at + 4 > seg_end {
+            return Err(Error::malformed(
+                r.offset,
+                "DT_GNU_HASH chain runs past its segment",
+            ));
+        }
+        let word = read_range(src, at, 4, "DT_GNU_HASH chain")?;
+        if f.u32(&word) & 1 == 1 {
+            break;
+        }
+        idx += 1;
+    }
+    Ok((fixed + (idx + 1 - symoffset) * 4, idx + 1))
+}
+
+fn read_verneed<S: Source + ?Sized>(
+    src: &S,
+    e: &Elf,
+    vaddr: u64,
+    count: u64,
+) -> Result<(Region, Vec<VerneedEntry>)> {
+    let f: Format = e.format;
+    let Some(start) = e.vaddr_to_offset(vaddr, 16) else {
+        return Err(Error::malformed(
+            0,
+            format!("DT_VERNEED {vaddr:#x} is not inside any PT_LOAD"),
+        ));
+    };
+    let mut out = Vec::new();
+    let mut end = start;
+    let mut at = start;
+    for i in 0..count.min(1 << 16) {
+        let b = read_range(src, at, 16, "version need record")?;
+        let (version, cnt, file, aux_off, next) = (
+            f.u16(&b),
+            f.u16(&b[2..]),
+            f.u32(&b[4..]),
+            f.u32(&b[8..]),
+            f.u32(&b[12..]),
+        );
+        end = end.max(at + 16);
+        let mut aux = Vec::new();
+        let mut a = at + u64::from(aux_off);
+        for j in 0..cnt {
+            let x = read_range(src, a, 16, "version need auxiliary record")?;
+            aux.push(Vernaux {
+                offset: a,
+                hash: f.u32(&x),
+                flags: f.u16(&x[4..]),
+                other: f.u16(&x[6..]),
+                name: f.u32(&x[8..]),
+            });
+            end = end.max(a + 16);
+            let nx = f.u32(&x[12..]);
+            if nx == 0 {
+                if j + 1 != cnt {
+                    return Err(Error::malformed(
+                        a,
+                        "version need chain is shorter than vn_cnt",
+                    ));
+                }
+                break;
+            }
+            a += u64::from(nx);
+        }
+        out.push(VerneedEntry {
+            offset: at,
+            version,
+            file,
+            aux,
+        });
+        if next == 0 {
+            if i + 1 != count {
+                return Err(Error::malformed(
+                    at,
+                    "version need list is shorter than DT_VERNEEDNUM",
+                ));
+            }
+            break;
+        }
+        at += u64::from(next);
+    }
+    let size = end - start;
+    if e.vaddr_to_offset(vaddr, size) != Some(start) {
+        return Err(Error::malformed(
+            start,
+            "version need records extend past their segment",
+        ));
+    }
+    Ok((
+        Region {
+            offset: start,
+            vaddr,
+            size,
+        },
+        out,
+    ))
+}
+
+fn read_verdef<S: Source + ?Sized>(
+    src: &S,
+    e: &Elf,
+    vaddr: u64,
+    count: u64,
+) -> Result<(Region, Vec<u32>)> {
+    let f = e.format;
+    let Some(start) = e.vaddr_to_offset(vaddr, 20) else {
+        return Err(Error::malformed(
+            0,
+            format!("DT_VERDEF {vaddr:#x} is not inside any PT_LOAD"),
+        ));
+    };
+    let mut names = Vec::new();
+    let mut end = start;
+    let mut at = start;
+    for _ in 0..count.min(1 << 16) {
+        let b = read_range(src, at, 20, "version definition record")?;
+        let (cnt, aux_off, next) = (f.u16(&b[6..]), f.u32(&b[12..]), f.u32(&b[16..]));
+        end = end.max(at + 20);
+        let mut a = at + u64::from(aux_off);
+        for _ in 0..cnt {
+            let x = read_range(src, a, 8, "version definition auxiliary record")?;
+            names.push(f.u32(&x));
+            end = end.max(a + 8);
+            let nx = f.u32(&x[4..]);
+            if nx == 0 {
+                break;
+            }
+            a += u64::from(nx);
+        }
+        if next == 0 {
+            break;
+        }
+        at += u64::from(next);
+    }
+    let size = end - start;
+    Ok((
+        Region {
+            offset: start,
+            vaddr,
+            size,
+        },
+        names,
+    ))
+}

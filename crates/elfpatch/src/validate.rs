@@ -1,0 +1,170 @@
+//! Layout invariants an edit must preserve, checked on a parsed file.
+//!
+//! The checks are the ones whose violation broke binaries edited by other tools: segments out of
+//! order or overlapping, offsets not congruent to addresses, sections left outside segments,
+//! `.dynamic` in a read-only segment, headers pointing past the end of the file.
+
+use object::elf;
+
+use crate::read::Elf;
+
+/// One violated invariant.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Issue(pub String);
+
+impl std::fmt::Display for Issue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Checks `e` and returns every violated invariant (empty for a well-formed file).
+///
+/// Some real toolchains produce files that violate one of these on purpose (MIPS keeps `.dynamic`
+/// read-only), so callers comparing an edit should look for *new* issues.
+pub fn check(e: &Elf) -> Vec<Issue> {
+    let mut out = Vec::new();
+    let mut issue = |s: String| out.push(Issue(s));
+    let loads: Vec<_> = e.loads().collect();
+    for w in loads.windows(2) {
+        if w[1].p_vaddr < w[0].p_vaddr {
+            issue(format!(
+                "PT_LOAD at {:#x} follows one at {:#x}: not sorted by address",
+                w[1].p_vaddr, w[0].p_vaddr
+            ));
+        }
+    }
+    for (i, a) in loads.iter().enumerate() {
+        if a.p_align > 1 && a.p_offset % a.p_align != a.p_vaddr % a.p_align {
+            issue(format!(
+                "PT_LOAD at {:#x}: offset {:#x} not congruent to address modulo {:#x}",
+                a.p_vaddr, a.p_offset, a.p_align
+            ));
+        }
+        if a.offset_end() > e.file_len {
+            issue(format!(
+                "PT_LOAD at {:#x} extends past the end of the file",
+                a.p_vaddr
+            ));
+        }
+        for b in &loads[i + 1..] {
+            if a.p_vaddr < b.vaddr_end() && b.p_vaddr < a.vaddr_end() {
+                issue(format!(
+                    "PT_LOADs at {:#x} and {:#x} overlap in memory",
+                    a.p_vaddr, b.p_vaddr
+                ));
+            }
+            if a.p_filesz > 0
+                && b.p_filesz > 0
+                && a.p_offset < b.offset_end()
+                && b.p_offset < a.offset_end()
+            {
+                // Linkers let adjacent segments share a page of the file; they never share bytes.
+                issue(format!(
+                    "PT_LOADs at {:#x} and {:#x} overlap in the file",
+                    a.p_vaddr, b.p_vaddr
+                ));
+            }
+        }
+    }
+    let in_load = |off: u64, vaddr: u64, len: u64| {
+        loads.iter().any(|p| {
+            p.contains_offset(off, len) && off - p.p_offset == vaddr.wrapping_sub(p.p_vaddr)
+        })
+    };
+    for (i, p) in e.phdrs.iter().enumerate() {
+        match p.p_type {
+            elf::PT_PHDR => {
+                let size = (e.phdrs.len() * e.format.phdr_size()) as u64;
+                if p.p_offset != e.header.e_phoff || p.p_filesz != size {
+                    issue(format!(
+                        "PT_PHDR ({:#x}+{:#x}) does not describe the table ({:#x}+{:#x})",
+                        p.p_offset, p.p_filesz, e.header.e_phoff, size
+                    ));
+                }
+                if !in_load(p.p_offset, p.p_vaddr, p.p_filesz) {
+                    issue("PT_PHDR is not inside a PT_LOAD".into());
+                }
+                if i != 0 && e.phdrs[..i].iter().any(|q| q.p_type == elf::PT_LOAD) {
+                    issue("PT_PHDR does not precede the PT_LOADs".into());
+                }
+            }
+            elf::PT_INTERP | elf::PT_DYNAMIC | elf::PT_NOTE | elf::PT_GNU_PROPERTY
+                if p.p_filesz > 0 =>
+            {
+                if !in_load(p.p_offset, p.p_vaddr, p.p_filesz) {
+                    issue(format!(
+                        "segment of type {:#x} at {:#x} is not inside a PT_LOAD",
+                        p.p_type, p.p_offset
+                    ));
+                }
+                if p.p_type == elf::PT_DYNAMIC
+                    && !loads.iter().any(|l| {
+                        l.contains_offset(p.p_offset, p.p_filesz) && l.p_flags & elf::PF_W != 0
+                    })
+                {
+                    issue("PT_DYNAMIC is not inside a writable PT_LOAD".into());
+                }
+            }
+            _ => {}
+        }
+        if p.p_offset.saturating_add(p.p_filesz) > e.file_len {
+            issue(format!("segment {i} extends past the end of the file"));
+        }
+    }
+    let mut alloc: Vec<_> = e
+        .sections
+        .iter()
+        .filter(|s| s.shdr.is_alloc() && s.shdr.has_file_bytes())
+        .collect();
+    for s in &alloc {
+        let sh = s.shdr;
+        if !in_load(sh.sh_offset, sh.sh_addr, sh.sh_size) {
+            issue(format!(
+                "section {} ({:#x}+{:#x}) is not inside a PT_LOAD",
+                String::from_utf8_lossy(&s.name),
+                sh.sh_offset,
+                sh.sh_size
+            ));
+        }
+    }
+    alloc.sort_by_key(|s| s.shdr.sh_addr);
+    for w in alloc.windows(2) {
+        if w[0].shdr.sh_addr + w[0].shdr.sh_size > w[1].shdr.sh_addr {
+            issue(format!(
+                "sections {} and {} overlap",
+                String::from_utf8_lossy(&w[0].name),
+                String::from_utf8_lossy(&w[1].name)
+            ));
+        }
+    }
+    for s in &e.sections {
+        if s.shdr.has_file_bytes() && s.shdr.sh_offset.saturating_add(s.shdr.sh_size) > e.file_len {
+            issue(format!(
+                "section {} extends past the end of the file",
+                String::from_utf8_lossy(&s.name)
+            ));
+        }
+        if s.shdr.sh_link as usize >= e.sections.len() {
+            issue(format!(
+                "section {} links to a missing section",
+                String::from_utf8_lossy(&s.name)
+            ));
+        }
+    }
+    if let (Some(st), Some(d)) = (&e.strtab, &e.dynamic) {
+        if let Some(i) = st.section {
+            let sh = e.sections[i].shdr;
+            if sh.sh_offset != st.offset || sh.sh_size != st.bytes.len() as u64 {
+                issue(".dynstr section does not match DT_STRTAB/DT_STRSZ".into());
+            }
+        }
+        if let Some(i) = d.section {
+            let sh = e.sections[i].shdr;
+            if sh.sh_offset != d.offset || sh.sh_addr != d.vaddr {
+                issue(".dynamic section does not match PT_DYNAMIC".into());
+            }
+        }
+    }
+    out
+}
