@@ -1,0 +1,50 @@
+# The stubstrip workspace: the `stubstrip` CLI (crates/stubstrip-hook) and the
+# patchelf-compatible `elfpatch` CLI (crates/elfpatch).
+{
+  lib,
+  rustPlatform,
+  gcc,
+  patchelf,
+  binutils,
+  elfutils,
+}:
+let
+  workspace = (lib.importTOML ../Cargo.toml).workspace.package;
+in
+rustPlatform.buildRustPackage {
+  pname = "stubstrip";
+  inherit (workspace) version;
+
+  # Only what cargo reads, so editing nix/, hooks/ or docs does not rebuild.
+  src = lib.fileset.toSource {
+    root = ../.;
+    fileset = lib.fileset.unions [
+      ../Cargo.toml
+      ../Cargo.lock
+      ../crates
+    ];
+  };
+
+  cargoLock.lockFile = ../Cargo.lock;
+
+  # `cargo build` / `cargo test` at the root of a virtual workspace cover every
+  # member, so both binaries are installed and every crate's tests run.
+  cargoTestFlags = [ "--workspace" ];
+
+  # The tests compile small C programs, edit them and inspect the result with
+  # readelf and eu-elflint.
+  nativeCheckInputs = [
+    gcc
+    patchelf
+    binutils
+    elfutils
+  ];
+
+  meta = {
+    description = "Replace CUDA stub directories in ELF RUNPATHs with the driver link";
+    homepage = workspace.repository;
+    license = lib.licenses.mit;
+    mainProgram = "stubstrip";
+    platforms = lib.platforms.linux;
+  };
+}
