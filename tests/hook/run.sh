@@ -1,0 +1,605 @@
+#!/usr/bin/env bash
+# tests/hook/run.sh [FILTER]
+#
+# Tests hooks/stubstrip-hook.sh inside an emulated stdenv (lib/setup.sh)
+# with an autoPatchelf-like hook, on ELF files built here with gcc, against
+# the real stubstrip binary: $STUBSTRIP if set, else the one
+# `cargo build --release -p stubstrip-hook` produces. FILTER (a substring)
+# runs only the tests whose names contain it. Prints `N passed, M failed`
+# and exits non-zero if any test failed. KEEP=1 keeps the work directory.
+
+# Derivation attributes hold shell code in single quotes, to run in the build.
+# shellcheck disable=SC2016
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+HOOK=$ROOT/hooks/stubstrip-hook.sh
+FILTER=${1-}
+
+die() {
+  echo "run.sh: $*" >&2
+  exit 2
+}
+
+######################################################################
+# Tools.
+
+declare -A aptPackage=([gcc]=gcc [patchelf]=patchelf [readelf]=binutils [shellcheck]=shellcheck)
+missing=()
+for tool in gcc patchelf readelf shellcheck; do
+  command -v "$tool" >/dev/null || missing+=("${aptPackage[$tool]}")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "run.sh: installing ${missing[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null ||
+      { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}" >/dev/null; } ||
+      die "could not install ${missing[*]}"
+  else
+    die "missing tools (packages: ${missing[*]}); install them or run as root with apt-get"
+  fi
+fi
+
+if [[ -n ${STUBSTRIP-} ]]; then
+  BIN=$STUBSTRIP
+else
+  (cd "$ROOT" && cargo build --release -p stubstrip-hook) || die "cargo build --release -p stubstrip-hook failed"
+  targetDir=${CARGO_TARGET_DIR:-target}
+  [[ $targetDir == /* ]] || targetDir=$ROOT/$targetDir
+  BIN=$targetDir/release/stubstrip
+fi
+[[ -x $BIN ]] || die "no stubstrip binary at $BIN"
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-hook-tests.XXXXXX") || die "mktemp failed"
+cleanup() {
+  # Files made immutable by a test would survive rm -rf.
+  if command -v chattr >/dev/null; then
+    find "$WORK" -type f -exec chattr -i {} + 2>/dev/null
+  fi
+  if [[ -n ${KEEP-} ]]; then
+    echo "run.sh: kept $WORK" >&2
+  else
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+
+######################################################################
+# Fixtures: a fake CUDA stub package shaped like nixpkgs' cuda_cudart stubs
+# output, a fake driver, and ELF files without RUNPATH, as a build leaves
+# them before fixup.
+
+STORE=$WORK/nix/store
+STUBPKG=$STORE/0k7c9m2xvq1dbz4h8s5pyj3wnf6rl0ga-cuda_cudart-12.8.90-stubs
+STUBDIR=$STUBPKG/lib
+DRIVER=$WORK/run/opengl-driver/lib
+NODRIVER=$WORK/run/no-driver/lib
+FIX=$WORK/fixtures
+SRC=$HERE/fixtures
+
+buildFixtures() {
+  mkdir -p "$STUBDIR" "$DRIVER" "$FIX" || return 1
+  # NVIDIA's stub has SONAME libcuda.so.1 but only the libcuda.so name;
+  # nixpkgs adds the .so.1 symlink, which is what makes it loadable.
+  gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$STUBDIR/libcuda.so" "$SRC/cuda_stub.c" &&
+    ln -s libcuda.so "$STUBDIR/libcuda.so.1" &&
+    gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$DRIVER/libcuda.so.1" "$SRC/cuda_driver.c" &&
+    gcc -shared -fPIC -o "$FIX/libcudafake.so" "$SRC/cudafake.c" -L"$STUBDIR" -lcuda &&
+    gcc -o "$FIX/app" "$SRC/app.c" -L"$FIX" -lcudafake -Wl,-rpath-link,"$STUBDIR" &&
+    gcc -o "$FIX/import-check" "$SRC/import_check.c" -ldl &&
+    gcc -shared -fPIC -o "$FIX/libplain.so" "$SRC/plain.c"
+}
+buildFixtures || die "building the fixtures failed"
+for f in "$FIX/libcudafake.so" "$FIX/app"; do
+  [[ $(readelf -d "$f") != *R*PATH* ]] || die "$f was linked with a RUNPATH"
+done
+
+# Setup-hook packages, as makeSetupHook would make them.
+PKGS=$WORK/pkgs
+mkHookPkg() { # NAME FILE [SED-ARGS...]
+  mkdir -p "$PKGS/$1/nix-support"
+  sed "${@:3}" "$2" >"$PKGS/$1/nix-support/setup-hook"
+  echo "$PKGS/$1"
+}
+# The unsubstituted hook: it falls back to STUBSTRIP_BIN and STUBSTRIP_DRIVER_LINK.
+SSH=$(mkHookPkg stubstrip-hook "$HOOK" -e '')
+APH=$(mkHookPkg auto-patchelf-hook "$HERE/hooks/auto-patchelf-hook.sh" -e '')
+ICH=$(mkHookPkg imports-check-hook "$HERE/hooks/imports-check-hook.sh" -e "s|@importCheck@|$FIX/import-check|g")
+
+# The binary the hook runs: the real one, behind a wrapper that records
+# each invocation in $STUBSTRIP_CALLS.
+WRAP=$WORK/bin/stubstrip
+mkdir -p "${WRAP%/*}"
+cat >"$WRAP" <<EOF
+#!/usr/bin/env bash
+printf '%s\n' "\$*" >>"\${STUBSTRIP_CALLS:-/dev/null}"
+exec $(printf '%q' "$BIN") "\$@"
+EOF
+chmod +x "$WRAP"
+
+######################################################################
+# Derivations. newDrv NAME MODE starts $WORK/NAME/drv.sh; MODE is
+#   old         a stdenv without appendToVar/concatTo/getAllOutputNames/nixLog
+#   new         a current stdenv, without structured attrs
+#   structured  a current stdenv with __structuredAttrs
+# Three outputs: out (libexec/libcudafake.so), lib (lib/libcudafake.so) and
+# bin (bin/app); the stub package is a build input.
+
+INSTALL='runHook preInstall
+mkdir -p "$out/libexec" "$lib/lib" "$bin/bin"
+cp "$fixtures/libcudafake.so" "$out/libexec/"
+cp "$fixtures/libcudafake.so" "$lib/lib/"
+cp "$fixtures/app" "$bin/bin/"
+runHook postInstall'
+
+newDrv() {
+  D=$WORK/$1 MODE=$2 DRV=$WORK/$1/drv.sh
+  rm -rf "$D" && mkdir -p "$D/tmp" && : >"$DRV"
+  case $MODE in
+    old) str stdenvFlavour old && str __structuredAttrs '' ;;
+    new) str stdenvFlavour new && str __structuredAttrs '' ;;
+    structured) str stdenvFlavour new && str __structuredAttrs 1 ;;
+    *) return 1 ;;
+  esac
+  setOutputs out lib bin
+  str fixtures "$FIX"
+  envAttr STUBSTRIP_BIN "$WRAP"
+  envAttr STUBSTRIP_DRIVER_LINK "$DRIVER"
+  envAttr STUBSTRIP_CALLS "$D/calls"
+  envAttr NIX_LOG_FD 3
+  envAttr TMPDIR "$D/tmp"
+  list buildInputs "$STUBPKG"
+  list nativeBuildInputs "$APH" "$SSH"
+  str installPhase "$INSTALL"
+}
+# str NAME VALUE: a string attribute (exported, as Nix does without
+# structured attrs).
+str() {
+  printf '%s=%q\n' "$1" "$2" >>"$DRV"
+  if [[ $MODE != structured ]]; then printf 'export %s\n' "$1" >>"$DRV"; fi
+}
+flag() { str "$1" 1; }
+# envAttr NAME VALUE: exported in every mode (with structured attrs, what the
+# derivation's `env` attribute holds).
+envAttr() { printf 'export %s=%q\n' "$1" "$2" >>"$DRV"; }
+# list NAME VALUE...: an array with structured attrs, else a string.
+list() {
+  local name=$1
+  shift
+  if [[ $MODE == structured ]]; then
+    { printf '%s=(' "$name" && printf '%q ' "$@" && printf ')\n'; } >>"$DRV"
+  else
+    str "$name" "$*"
+  fi
+}
+setOutputs() {
+  local o
+  if [[ $MODE == structured ]]; then
+    printf 'declare -A outputs=(' >>"$DRV"
+    for o; do printf '[%s]=%q ' "$o" "$D/$o" >>"$DRV"; done
+    printf ')\n' >>"$DRV"
+  else
+    str outputs "$*"
+    for o; do str "$o" "$D/$o"; done
+  fi
+}
+
+# build: runs the derivation in a clean environment; output in $D/log, what
+# went to NIX_LOG_FD in $D/nixlog.
+build() {
+  (cd "$D" && env -i PATH="$PATH" HOME="$D" bash "$HERE/lib/builder.sh" "$DRV" 3>"$D/nixlog" >"$D/log" 2>&1)
+}
+
+######################################################################
+# Assertions: each prints why it failed and returns 1.
+
+fail() {
+  echo "    $*" >&2
+  return 1
+}
+showLog() {
+  echo "    --- $D/log (last 25 lines):" >&2
+  tail -n 25 "$D/log" | sed 's/^/    | /' >&2
+  if [[ -s $D/nixlog ]]; then
+    echo "    --- $D/nixlog:" >&2
+    sed 's/^/    | /' "$D/nixlog" >&2
+  fi
+}
+buildOk() { build || { showLog && fail "the build failed"; }; }
+buildFails() { ! build || { showLog && fail "the build succeeded but should have failed"; }; }
+runpathOf() { readelf -d "$1" | sed -n 's/.*Library \(runpath\|rpath\): \[\(.*\)\]$/\2/p'; }
+runpathIs() { # FILE EXPECTED
+  local got
+  got=$(runpathOf "$1")
+  [[ $got == "$2" ]] || fail "RUNPATH of $1 is [$got], expected [$2]"
+}
+# Every ELF file under the outputs has no stub entry left.
+noStubsIn() {
+  local f rp bad=0
+  while IFS= read -r -d '' f; do
+    [[ $(head -c 4 "$f" | od -An -c | tr -d ' ') == '177ELF' ]] || continue
+    rp=$(runpathOf "$f")
+    case ":$rp:" in
+      *stubs:* | *stubs/*) fail "stub entry left in $f: [$rp]" || bad=1 ;;
+    esac
+  done < <(find "$@" -type f -print0)
+  return "$bad"
+}
+# runs FILE STATUS: runs FILE outside the build and checks its exit status
+# (0: the driver's libcuda answered, 34: the stub's).
+runs() {
+  local out status=0
+  out=$(env -i "$1" 2>&1) || status=$?
+  [[ $status == "$2" ]] || fail "$1 exited $status, expected $2; output: $out"
+}
+# logHas / logLacks: in the build output or what went to NIX_LOG_FD.
+logHas() { grep -qF -- "$1" "$D/log" "$D/nixlog" || { showLog && fail "log lacks: $1"; }; }
+logLacks() { ! grep -qF -- "$1" "$D/log" "$D/nixlog" || fail "log has: $1"; }
+nixlogHas() { grep -qF -- "$1" "$D/nixlog" || { showLog && fail "NIX_LOG_FD output lacks: $1"; }; }
+countIs() { # DESCRIPTION GOT EXPECTED
+  [[ $2 == "$3" ]] || fail "$1: $2, expected $3"
+}
+calls() { # PATTERN: how many stubstrip invocations match
+  if [[ -f $D/calls ]]; then grep -c -- "$1" "$D/calls"; else echo 0; fi
+}
+fixCalls() { calls '^fix '; }
+# A hook package made from the real hook with a sed edit (to show that a
+# test fails when the hook misbehaves).
+mutantHook() { mkHookPkg "stubstrip-hook-$1" "$HOOK" "${@:2}"; }
+
+######################################################################
+# Tests. Each runs in a subshell with errexit; any failing assertion fails it.
+
+# The hook fixes every output whatever its position among the hooks and
+# whatever doInstallCheck says; installCheck already sees the fixed RUNPATH.
+fixupCase() { # MODE ORDER(before|after) INSTALLCHECK(on|off)
+  newDrv "fixup-$1-$2-installcheck-$3" "$1"
+  if [[ $2 == before ]]; then
+    list nativeBuildInputs "$SSH" "$APH"
+    # a prePhases value of the derivation's own is kept
+    list prePhases ownPrePhase
+    str ownPrePhase 'echo "ownPrePhase ran"'
+  fi
+  if [[ $3 == on ]]; then
+    flag doInstallCheck
+    str installCheckPhase 'runHook preInstallCheck; readelf -d "$lib/lib/libcudafake.so" >"$TMPDIR/installcheck"; runHook postInstallCheck'
+  fi
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+  runpathIs "$D/out/libexec/libcudafake.so" "$DRIVER"
+  noStubsIn "$D/out" "$D/lib" "$D/bin"
+  runs "$D/bin/bin/app" 0
+  # one stubstrip process over the three outputs
+  countIs "stubstrip fix runs" "$(fixCalls)" 1
+  local o
+  for o in out lib bin; do
+    grep -q "^fix .* $D/$o\( \|$\)" "$D/calls" || fail "fix was not given output $o: $(cat "$D/calls")"
+  done
+  if [[ $2 == before ]]; then logHas "ownPrePhase ran"; fi
+  if [[ $3 == on ]]; then
+    grep -qF "Library runpath: [$DRIVER]" "$D/tmp/installcheck" || fail "installCheck saw: $(cat "$D/tmp/installcheck")"
+  else
+    [[ ! -e $D/tmp/installcheck ]] || fail "installCheck ran without doInstallCheck"
+  fi
+}
+
+# The problem itself, reproduced by the harness: without the hook the stub
+# directory is in RUNPATH and the stub answers.
+test_control_without_hook() {
+  newDrv control-without-hook new
+  list nativeBuildInputs "$APH"
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$STUBDIR"
+  runs "$D/bin/bin/app" 34
+}
+
+# Why the hook registers late: a copy that appends itself to postFixupHooks
+# at source time, sourced before the autoPatchelf-like hook, loses its edit.
+test_control_source_time_registration_loses() {
+  local mutant
+  mutant=$(mutantHook source-time -e 's/^  appendToVar prePhases stubstripRegisterPhase$/  postFixupHooks+=(stubstripPostFixup)/' -e 's/^preFixupHooks+=(stubstripRegisterPhase)$//')
+  grep -q '^  postFixupHooks+=(stubstripPostFixup)$' "$mutant/nix-support/setup-hook" || fail "mutation did not apply"
+  newDrv control-source-time new
+  list nativeBuildInputs "$mutant" "$APH"
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$STUBDIR"
+}
+
+# dontStubstrip: nothing runs, the stub stays, one log line says so (through
+# nixLog where the stdenv has it, else on stderr).
+dontStubstripCase() { # MODE
+  newDrv "dontStubstrip-$1" "$1"
+  flag dontStubstrip
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$STUBDIR"
+  runs "$D/bin/bin/app" 34
+  countIs "stubstrip runs" "$(calls .)" 0
+  local line="stubstripPostFixup: skipped: dontStubstrip is set"
+  if [[ $1 == old ]]; then
+    countIs "skip lines on stderr" "$(grep -cxF "$line" "$D/log")" 1
+  else
+    countIs "skip lines on NIX_LOG_FD" "$(grep -cxF "$line" "$D/nixlog")" 1
+    countIs "skip lines on stderr" "$(grep -cxF "$line" "$D/log")" 0
+  fi
+}
+
+# Sourced twice (in nativeBuildInputs and buildInputs, as when propagated
+# into both lists): registered once, run once.
+onceCase() { # MODE
+  newDrv "sourced-twice-$1" "$1"
+  list buildInputs "$STUBPKG" "$SSH"
+  list postPhases dumpHooksPhase
+  str dumpHooksPhase 'echo "${prePhases[*]}" >"$TMPDIR/prePhases"; echo "${postFixupHooks[*]}" >"$TMPDIR/postFixupHooks"'
+  buildOk
+  countIs "stubstripRegisterPhase in prePhases" "$(grep -o stubstripRegisterPhase "$D/tmp/prePhases" | wc -l)" 1
+  countIs "stubstripPostFixup in postFixupHooks" "$(grep -o stubstripPostFixup "$D/tmp/postFixupHooks" | wc -l)" 1
+  countIs "stubstrip fix runs" "$(fixCalls)" 1
+  runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+}
+
+# The check fails the build, naming the file, when a stub entry survives the
+# fix: here a driver link that is itself the stub directory.
+checkCase() { # MODE
+  newDrv "check-fails-$1" "$1"
+  list stubstripFlags --driver-link "$STUBDIR"
+  buildFails
+  logHas "stub paths still present"
+  logHas "$D/lib/lib/libcudafake.so"
+}
+
+# The check fails the build on a stub entry in a file the fix cannot write
+# (immutable; needs root and a file system with chattr +i).
+test_check_fails_on_file_fix_cannot_write() {
+  local probe=$WORK/chattr-probe
+  : >"$probe"
+  if ! chattr +i "$probe" 2>/dev/null; then
+    echo "SKIP: chattr +i is not available here" >&2
+    return 77
+  fi
+  chattr -i "$probe"
+  newDrv check-fails-immutable new
+  flag dontAutoPatchelf
+  str postInstall 'patchelf --set-rpath "$vendorRunpath" "$out/libexec/libcudafake.so"'
+  str vendorRunpath "/opt/vendor/lib:$STUBDIR"
+  str preFixup 'chattr +i "$out/libexec/libcudafake.so"'
+  buildFails
+  chattr -i "$D/out/libexec/libcudafake.so"
+  logHas "stub paths still present"
+  logHas "$D/out/libexec/libcudafake.so"
+  runpathIs "$D/out/libexec/libcudafake.so" "/opt/vendor/lib:$STUBDIR"
+}
+
+# The check fallback: in a sandbox without a driver, the checks after fixup
+# (installCheck, and an import check in preDistPhases) can still load the
+# library, because the removed stub directory is on LD_LIBRARY_PATH; outside
+# the build the library loads only with a driver.
+fallbackCase() { # MODE
+  newDrv "fallback-$1" "$1"
+  envAttr STUBSTRIP_DRIVER_LINK "$NODRIVER"
+  list nativeBuildInputs "$APH" "$SSH" "$ICH"
+  list importsCheck "$D/lib/lib/libcudafake.so"
+  flag doInstallCheck
+  str installCheckPhase 'runHook preInstallCheck; "$fixtures/import-check" "$lib/lib/libcudafake.so"; runHook postInstallCheck'
+  str postInstall 'echo "LD_LIBRARY_PATH during install: [${LD_LIBRARY_PATH-}]"'
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$NODRIVER"
+  countIs "successful imports" "$(grep -cF "import-check: loaded $D/lib/lib/libcudafake.so, cuInit=34" "$D/log")" 2
+  logHas "LD_LIBRARY_PATH during install: []"
+  if [[ $1 == old ]]; then
+    logHas "stubstripFixup: appended to LD_LIBRARY_PATH for the checks after fixup: $STUBDIR"
+  else
+    nixlogHas "stubstripFixup: appended to LD_LIBRARY_PATH for the checks after fixup: $STUBDIR"
+  fi
+  local status=0
+  env -i "$FIX/import-check" "$D/lib/lib/libcudafake.so" >/dev/null 2>&1 || status=$?
+  countIs "import outside the build, without a driver, exit status" "$status" 1
+}
+
+# dontStubstripCheckFallback: the same import check fails.
+fallbackOffCase() { # MODE
+  newDrv "fallback-off-$1" "$1"
+  envAttr STUBSTRIP_DRIVER_LINK "$NODRIVER"
+  list nativeBuildInputs "$APH" "$SSH" "$ICH"
+  list importsCheck "$D/lib/lib/libcudafake.so"
+  flag dontStubstripCheckFallback
+  buildFails
+  logHas "libcuda.so.1: cannot open shared object file"
+  logLacks "appended to LD_LIBRARY_PATH"
+  runpathIs "$D/lib/lib/libcudafake.so" "$NODRIVER"
+}
+
+# Running the hook again changes nothing: same inode, mtime, RUNPATH, and
+# LD_LIBRARY_PATH; stubstrip did run twice.
+idempotentCase() { # MODE
+  newDrv "idempotent-$1" "$1"
+  list postPhases rerunPhase
+  # shellcheck disable=SC2016
+  str rerunPhase 'snap() {
+  local f
+  for f in "$out/libexec/libcudafake.so" "$lib/lib/libcudafake.so" "$bin/bin/app"; do
+    stat -c "%n %i %y %s" "$f"
+    readelf -d "$f" | grep -E "RUNPATH|RPATH" || true
+  done
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}"
+}
+snap >"$TMPDIR/before"
+sleep 0.1
+stubstripPostFixup
+snap >"$TMPDIR/after"'
+  buildOk
+  countIs "stubstrip fix runs" "$(fixCalls)" 2
+  diff -u "$D/tmp/before" "$D/tmp/after" >&2 || fail "the second run changed something"
+  grep -qF "Library runpath: [$DRIVER]" "$D/tmp/after" || fail "snapshot lacks the fixed RUNPATH"
+}
+
+# stubstripFixup PATH... by hand, after a manual autoPatchelf: fixes the
+# given paths only; without arguments it is a usage error.
+handCase() { # MODE
+  newDrv "hand-callable-$1" "$1"
+  flag dontAutoPatchelf
+  flag dontStubstrip
+  str postInstall 'autoPatchelf "$out" "$lib" "$bin"
+stubstripFixup "$lib"
+if stubstripFixup; then echo "stubstripFixup without paths succeeded"; exit 1; else echo "no-path status $?"; fi'
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+  runpathIs "$D/out/libexec/libcudafake.so" "$STUBDIR"
+  logHas "no-path status 2"
+  logHas "usage: stubstripFixup PATH..."
+  countIs "stubstrip fix runs" "$(fixCalls)" 1
+}
+
+# A derivation that sets `phases` (without prePhases) is still fixed: the
+# hook registers from preFixupHooks too.
+phasesCase() { # MODE
+  newDrv "phases-override-$1" "$1"
+  list phases installPhase fixupPhase
+  buildOk
+  logLacks "Running phase: stubstripRegisterPhase"
+  runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+  runs "$D/bin/bin/app" 0
+}
+test_control_phases_override_needs_preFixup_registration() {
+  local mutant
+  mutant=$(mutantHook no-prefixup -e 's/^preFixupHooks+=(stubstripRegisterPhase)$//')
+  newDrv control-phases-override new
+  list nativeBuildInputs "$APH" "$mutant"
+  list phases installPhase fixupPhase
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$STUBDIR"
+}
+
+# The hook as makeSetupHook makes it: substituted values are used (not the
+# test fallbacks), and no @name@ is left.
+test_substituted_hook() {
+  local subst=$WORK/run/opengl-driver-substituted/lib pkg
+  mkdir -p "$subst" && cp "$DRIVER/libcuda.so.1" "$subst/"
+  pkg=$(mkHookPkg stubstrip-hook-substituted "$HOOK" -e "s|@stubstrip@|$WRAP|g" -e "s|@driverLink@|$subst|g")
+  ! grep -nE '@[A-Za-z_][A-Za-z0-9_]*@' "$pkg/nix-support/setup-hook" >&2 || fail "unsubstituted names left"
+  newDrv substituted new
+  list nativeBuildInputs "$APH" "$pkg"
+  envAttr STUBSTRIP_BIN /nonexistent/stubstrip
+  envAttr STUBSTRIP_DRIVER_LINK /nonexistent/driver
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$subst"
+  runs "$D/bin/bin/app" 0
+}
+
+# stubstripFlags, a string or an array: --stub-pattern reaches fix and
+# check (a glob, not expanded by the hook even with nullglob on), other
+# flags reach fix.
+flagsCase() { # MODE
+  local vendor=$WORK/opt/vendor-cuda
+  if [[ ! -d $vendor/lib ]]; then
+    mkdir -p "$vendor/lib" && cp -P "$STUBDIR"/libcuda.so* "$vendor/lib/"
+  fi
+  newDrv "flags-$1" "$1"
+  list buildInputs "$vendor"
+  list stubstripFlags --stub-pattern "$WORK/opt/*/lib" -v
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+  grep -q '^fix .* -v' "$D/calls" || fail "-v did not reach fix: $(cat "$D/calls")"
+  grep -qF "check --stub-pattern $WORK/opt/*/lib -- " "$D/calls" || fail "the pattern did not reach check: $(cat "$D/calls")"
+}
+test_control_flags_vendor_dir_is_not_a_stub() {
+  local vendor=$WORK/opt/vendor-cuda
+  mkdir -p "$vendor/lib" && cp -P "$STUBDIR"/libcuda.so* "$vendor/lib/"
+  newDrv control-flags new
+  list buildInputs "$vendor"
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$vendor/lib"
+}
+
+# A --driver-link in stubstripFlags replaces the hook's default.
+test_flags_driver_link_override() {
+  local custom=$WORK/run/custom-driver/lib
+  mkdir -p "$custom" && cp "$DRIVER/libcuda.so.1" "$custom/"
+  newDrv flags-driver-link new
+  list stubstripFlags "--driver-link=$custom"
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$custom"
+  countIs "--driver-link flags given to fix" "$(grep '^fix ' "$D/calls" | grep -o -- '--driver-link' | wc -l)" 1
+  runs "$D/bin/bin/app" 0
+}
+
+# --json would mix a report into the --print-removed output: refused.
+test_flags_json_refused() {
+  newDrv flags-json old
+  str stubstripFlags --json
+  buildFails
+  logHas "--json cannot be used by the hook"
+  countIs "stubstrip runs" "$(calls .)" 0
+}
+
+# Nothing to do: stubstrip's summary is the only line.
+quietCase() { # MODE
+  newDrv "quiet-$1" "$1"
+  str installPhase 'runHook preInstall; mkdir -p "$out/lib" "$lib" "$bin"; cp "$fixtures/libplain.so" "$out/lib/"; runHook postInstall'
+  buildOk
+  local lines
+  lines=$(cat "$D/log" "$D/nixlog" | grep -v '^Running phase: ')
+  countIs "lines logged (${lines//$'\n'/ | })" "$(grep -c . <<<"$lines")" 1
+  [[ $lines == stubstrip:* ]] || fail "the only line is not stubstrip's summary: $lines"
+}
+
+test_shellcheck_hook() { shellcheck "$HOOK" >&2; }
+test_shellcheck_harness() {
+  (cd "$ROOT" && shellcheck -x tests/hook/run.sh tests/hook/lib/*.sh tests/hook/hooks/*.sh) >&2
+}
+
+######################################################################
+# Runner.
+
+tests=(test_shellcheck_hook test_shellcheck_harness test_control_without_hook
+  test_control_source_time_registration_loses)
+for mode in old new structured; do
+  for order in after before; do
+    for ic in off on; do
+      tests+=("fixupCase $mode $order $ic")
+    done
+  done
+done
+for mode in old new structured; do
+  tests+=("dontStubstripCase $mode" "onceCase $mode" "checkCase $mode" "fallbackCase $mode"
+    "fallbackOffCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
+    "flagsCase $mode" "quietCase $mode")
+done
+tests+=(test_check_fails_on_file_fix_cannot_write test_control_phases_override_needs_preFixup_registration
+  test_substituted_hook test_control_flags_vendor_dir_is_not_a_stub test_flags_driver_link_override
+  test_flags_json_refused)
+
+echo "run.sh: stubstrip binary: $BIN" >&2
+passed=0 failed=0 skipped=0
+failedNames=()
+for t in "${tests[@]}"; do
+  [[ -z $FILTER || $t == *"$FILTER"* ]] || continue
+  errors=$WORK/errors
+  # shellcheck disable=SC2086 # "function args" entries
+  (
+    set -e
+    $t
+  ) 2>"$errors"
+  status=$?
+  if ((status == 0)); then
+    passed=$((passed + 1))
+    echo "ok   $t"
+  elif ((status == 77)); then
+    skipped=$((skipped + 1))
+    echo "skip $t: $(tail -n 1 "$errors")"
+  else
+    failed=$((failed + 1))
+    failedNames+=("$t")
+    echo "FAIL $t"
+    sed 's/^/  /' "$errors"
+  fi
+done
+echo
+summary="$passed passed, $failed failed"
+((skipped)) && summary+=", $skipped skipped"
+echo "$summary"
+if ((failed)); then
+  printf 'failed: %s\n' "${failedNames[@]}"
+  exit 1
+fi
