@@ -813,7 +813,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         let capacity = d.map(|d| d.capacity()).unwrap_or(0);
         let dyn_fits = self.entries.len() < capacity;
         let interp_fits = match (&self.interp, &e.interp) {
-            (Some(new), Some(old)) => new.len() as u64 + 1 <= old.capacity,
+            (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
             _ => true,
         };
         let need_append =

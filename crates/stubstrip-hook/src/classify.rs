@@ -1,0 +1,376 @@
+//! The decision rule: which run path entries are CUDA stub directories, and what replaces them.
+//!
+//! Pure functions over bytes, so that the rule can be property-tested on its own:
+//! the output never holds a stub entry, every other entry keeps its order, the driver link appears
+//! exactly once iff the input had a stub or a driver link entry, and applying the rule twice
+//! changes nothing more than applying it once.
+
+/// A glob over a whole run path entry: `*` matches any run of bytes (including `/`), `?` one byte,
+/// `[...]` a byte class (`[!...]` or `[^...]` negated, ranges with `-`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Glob(Vec<u8>);
+
+impl Glob {
+    /// A glob from its pattern text.
+    pub fn new(pattern: impl Into<Vec<u8>>) -> Glob {
+        Glob(pattern.into())
+    }
+
+    /// Whether the whole of `s` matches.
+    pub fn matches(&self, s: &[u8]) -> bool {
+        glob_match(&self.0, s)
+    }
+}
+
+fn class_match(class: &[u8], c: u8) -> Option<(bool, usize)> {
+    // Returns (matched, bytes consumed including the closing bracket), or None if unterminated.
+    let mut i = 1;
+    let negate = matches!(class.get(1), Some(b'!') | Some(b'^'));
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    while i < class.len() {
+        if class[i] == b']' && !first {
+            return Some((matched != negate, i + 1));
+        }
+        first = false;
+        if i + 2 < class.len() && class[i + 1] == b'-' && class[i + 2] != b']' {
+            if class[i] <= c && c <= class[i + 2] {
+                matched = true;
+            }
+            i += 3;
+        } else {
+            if class[i] == c {
+                matched = true;
+            }
+            i += 1;
+        }
+    }
+    None
+}
+
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    // Iterative matcher with one backtrack point for the last `*`: linear in practice.
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        let step = match p.get(pi) {
+            Some(b'*') => {
+                star = Some((pi + 1, si));
+                pi += 1;
+                continue;
+            }
+            Some(b'?') => Some(1),
+            Some(b'[') => match class_match(&p[pi..], s[si]) {
+                Some((true, n)) => Some(n),
+                Some((false, _)) => None,
+                None => (s[si] == b'[').then_some(1),
+            },
+            Some(&c) => (c == s[si]).then_some(1),
+            None => None,
+        };
+        match step {
+            Some(n) => {
+                pi += n;
+                si += 1;
+            }
+            None => match star {
+                Some((sp, ss)) => {
+                    pi = sp;
+                    si = ss + 1;
+                    star = Some((sp, ss + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+/// Characters of Nix's base-32 alphabet (store path hashes).
+fn is_nix_base32(c: u8) -> bool {
+    matches!(c, b'0'..=b'9' | b'a'..=b'd' | b'f'..=b'n' | b'p'..=b's' | b'v'..=b'z')
+}
+
+/// Whether a path component is a Nix store object name (`<32-char hash>-<name>`) ending in
+/// `-stubs`, the name of the output nixpkgs' CUDA packages keep their stub libraries in.
+fn is_stubs_output(component: &[u8]) -> bool {
+    component.len() > 33
+        && component[..32].iter().all(|&c| is_nix_base32(c))
+        && component[32] == b'-'
+        && component.ends_with(b"-stubs")
+}
+
+/// Which run path entries count as stub directories.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StubMatcher {
+    /// Extra patterns (`--stub-pattern`).
+    pub patterns: Vec<Glob>,
+}
+
+impl StubMatcher {
+    /// Whether `entry` is a stub directory: its last component is `stubs`, it lies inside a Nix
+    /// store output whose name ends in `-stubs`, or it matches one of the extra patterns.
+    pub fn is_stub(&self, entry: &[u8]) -> bool {
+        let trimmed = {
+            let mut e = entry;
+            while e.len() > 1 && e.ends_with(b"/") {
+                e = &e[..e.len() - 1];
+            }
+            e
+        };
+        let mut components = trimmed.split(|&c| c == b'/').filter(|c| !c.is_empty());
+        let last_is_stubs = trimmed.rsplit(|&c| c == b'/').next() == Some(b"stubs".as_slice());
+        last_is_stubs
+            || components.any(is_stubs_output)
+            || self.patterns.iter().any(|g| g.matches(entry))
+    }
+}
+
+/// What replaces stub entries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The driver link directory (`/run/opengl-driver/lib`).
+    pub driver_link: Vec<u8>,
+    /// A `cuda_compat` directory to keep immediately before the driver link (Jetson).
+    pub compat: Option<Vec<u8>>,
+    /// The stub matcher.
+    pub stubs: StubMatcher,
+}
+
+/// The result of applying the rule to one run path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The new run path.
+    pub new: Vec<u8>,
+    /// The stub entries that were removed, in order.
+    pub removed: Vec<Vec<u8>>,
+}
+
+impl Rule {
+    /// Why the rule itself is unusable, if it is (its own directories would count as stubs).
+    pub fn check(&self) -> Result<(), String> {
+        if self.driver_link.is_empty() || self.driver_link.contains(&b':') {
+            return Err("the driver link must be one non-empty directory".into());
+        }
+        if self.stubs.is_stub(&self.driver_link) {
+            return Err(format!(
+                "the driver link {} itself matches the stub rule",
+                String::from_utf8_lossy(&self.driver_link)
+            ));
+        }
+        if let Some(c) = &self.compat {
+            if c.is_empty() || c.contains(&b':') {
+                return Err("the compat directory must be one non-empty directory".into());
+            }
+            if self.stubs.is_stub(c) {
+                return Err(format!(
+                    "the compat directory {} itself matches the stub rule",
+                    String::from_utf8_lossy(c)
+                ));
+            }
+            if *c == self.driver_link {
+                return Err("the compat directory and the driver link are the same".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The stub entries of a run path, in order.
+    pub fn stub_entries<'a>(&self, runpath: &'a [u8]) -> Vec<&'a [u8]> {
+        runpath
+            .split(|&c| c == b':')
+            .filter(|e| self.stubs.is_stub(e))
+            .collect()
+    }
+
+    /// Applies the rule to a colon-separated run path; `None` when nothing changes.
+    ///
+    /// - with no stub entry (and at most one driver link entry) the run path is left alone;
+    /// - an existing driver link entry stays where it is (later duplicates go), and every stub
+    ///   entry is dropped;
+    /// - otherwise the first stub entry becomes the driver link and later stub entries are dropped;
+    /// - with a compat directory, it sits immediately before the driver link (once).
+    pub fn rewrite(&self, runpath: &[u8]) -> Option<Rewrite> {
+        let entries: Vec<&[u8]> = runpath.split(|&c| c == b':').collect();
+        let driver = self.driver_link.as_slice();
+        let compat = self.compat.as_deref();
+        let had_stub = entries.iter().any(|e| self.stubs.is_stub(e));
+        let drivers = entries.iter().filter(|e| **e == driver).count();
+        if !had_stub && drivers <= 1 {
+            return None;
+        }
+        let mut out: Vec<&[u8]> = Vec::with_capacity(entries.len() + 1);
+        let mut removed = Vec::new();
+        let mut emitted = false;
+        for e in &entries {
+            let is_stub = self.stubs.is_stub(e);
+            if is_stub {
+                removed.push(e.to_vec());
+            }
+            let is_driver = *e == driver;
+            let is_compat = compat == Some(*e);
+            // Where the driver link goes: its existing place, else the first stub's.
+            let here = if drivers > 0 { is_driver } else { is_stub };
+            if here && !emitted {
+                if let (Some(c), true) = (compat, had_stub) {
+                    out.push(c);
+                }
+                out.push(driver);
+                emitted = true;
+            } else if is_stub || is_driver || (is_compat && had_stub) {
+                continue;
+            } else {
+                out.push(e);
+            }
+        }
+        let new = out.join(&b':');
+        (new != runpath).then_some(Rewrite { new, removed })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const HASH: &str = "0123456789abcdfghijklmnpqrsvwxyz";
+
+    fn rule(compat: Option<&str>) -> Rule {
+        Rule {
+            driver_link: b"/run/opengl-driver/lib".to_vec(),
+            compat: compat.map(|c| c.as_bytes().to_vec()),
+            stubs: StubMatcher::default(),
+        }
+    }
+
+    fn rw(r: &Rule, s: &str) -> String {
+        match r.rewrite(s.as_bytes()) {
+            Some(x) => String::from_utf8(x.new).unwrap(),
+            None => s.to_string(),
+        }
+    }
+
+    #[test]
+    fn recognises_stub_directories() {
+        let m = StubMatcher::default();
+        let store = format!("/nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib");
+        assert!(m.is_stub(store.as_bytes()));
+        assert!(m.is_stub(b"/usr/local/cuda/lib64/stubs"));
+        assert!(m.is_stub(b"/opt/cuda/lib/stubs/"));
+        assert!(!m.is_stub(b"/usr/lib/stubsy"));
+        assert!(!m.is_stub(format!("/nix/store/{HASH}-cuda_cudart-12.8.90-lib/lib").as_bytes()));
+        assert!(
+            !m.is_stub(b"/nix/store/short-stubs/lib"),
+            "not a store hash"
+        );
+        let m = StubMatcher {
+            patterns: vec![Glob::new("/opt/fake-*/lib")],
+        };
+        assert!(m.is_stub(b"/opt/fake-driver/lib"));
+    }
+
+    #[test]
+    fn first_stub_becomes_the_driver_link_and_later_ones_go() {
+        let r = rule(None);
+        let s = format!("/a:/nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib:/b:/x/lib/stubs");
+        assert_eq!(rw(&r, &s), "/a:/run/opengl-driver/lib:/b");
+    }
+
+    #[test]
+    fn an_existing_driver_link_stays_where_it_is() {
+        let r = rule(None);
+        assert_eq!(
+            rw(&r, "/x/stubs:/a:/run/opengl-driver/lib:/b"),
+            "/a:/run/opengl-driver/lib:/b"
+        );
+        assert_eq!(
+            rw(&r, "/run/opengl-driver/lib:/a:/x/stubs"),
+            "/run/opengl-driver/lib:/a"
+        );
+        assert_eq!(
+            rw(&r, "/run/opengl-driver/lib:/a:/run/opengl-driver/lib"),
+            "/run/opengl-driver/lib:/a"
+        );
+    }
+
+    #[test]
+    fn compat_goes_immediately_before_the_driver_link() {
+        let r = rule(Some("/nix/store/c-cuda_compat/compat"));
+        assert_eq!(
+            rw(&r, "/a:/x/stubs:/b"),
+            "/a:/nix/store/c-cuda_compat/compat:/run/opengl-driver/lib:/b"
+        );
+        // autoAddCudaCompatRunpath's order is already right: only the stub goes.
+        assert_eq!(
+            rw(
+                &r,
+                "/nix/store/c-cuda_compat/compat:/run/opengl-driver/lib:/x/stubs"
+            ),
+            "/nix/store/c-cuda_compat/compat:/run/opengl-driver/lib"
+        );
+    }
+
+    #[test]
+    fn nothing_to_do_is_none() {
+        let r = rule(None);
+        assert_eq!(r.rewrite(b"/a:/b"), None);
+        assert_eq!(r.rewrite(b"/run/opengl-driver/lib:/b"), None);
+    }
+
+    #[test]
+    fn globs() {
+        assert!(Glob::new("*/stubs").matches(b"/a/b/stubs"));
+        assert!(Glob::new("/a/?/[bc]*").matches(b"/a/x/cat"));
+        assert!(!Glob::new("/a/[!x]").matches(b"/a/x"));
+        assert!(Glob::new("*").matches(b""));
+        assert!(!Glob::new("a*b").matches(b"acbd"));
+    }
+
+    fn entry() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "/[a-z]{1,6}(/[a-z]{1,6}){0,2}",
+            Just("/run/opengl-driver/lib".to_string()),
+            Just("/opt/cuda/lib64/stubs".to_string()),
+            Just(format!("/nix/store/{HASH}-cuda_cudart-12.8-stubs/lib")),
+            Just("$ORIGIN/../lib".to_string()),
+            Just("/nix/store/c-cuda_compat/compat".to_string()),
+            Just(String::new()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn rule_properties(entries in prop::collection::vec(entry(), 0..8), with_compat: bool) {
+            let r = rule(with_compat.then_some("/nix/store/c-cuda_compat/compat"));
+            let input = entries.join(":");
+            let out = rw(&r, &input);
+            let out_entries: Vec<&str> = out.split(':').collect();
+            // 1. no stub survives
+            prop_assert!(out_entries.iter().all(|e| !r.stubs.is_stub(e.as_bytes())));
+            // 2. the other entries keep their order
+            let special = |e: &str| r.stubs.is_stub(e.as_bytes()) || e == "/run/opengl-driver/lib" || (with_compat && e == "/nix/store/c-cuda_compat/compat");
+            let had_stub = entries.iter().any(|e| r.stubs.is_stub(e.as_bytes()));
+            let keep = |v: &[&str]| -> Vec<String> { v.iter().filter(|e| !special(e)).map(|e| e.to_string()).collect() };
+            let ins: Vec<&str> = entries.iter().map(String::as_str).collect();
+            if entries.is_empty() { prop_assert_eq!(&out, ""); } else { prop_assert_eq!(keep(&ins), keep(&out_entries)); }
+            // 3. the driver link appears once iff there was a stub or a driver link
+            let had_driver = entries.iter().any(|e| e == "/run/opengl-driver/lib");
+            let n = out_entries.iter().filter(|e| **e == "/run/opengl-driver/lib").count();
+            if had_stub || had_driver { prop_assert_eq!(n, 1); } else { prop_assert_eq!(n, 0); }
+            // compat right before the driver link whenever a stub was replaced
+            if with_compat && had_stub {
+                let i = out_entries.iter().position(|e| *e == "/run/opengl-driver/lib").unwrap();
+                prop_assert!(i >= 1 && out_entries[i - 1] == "/nix/store/c-cuda_compat/compat");
+                prop_assert_eq!(out_entries.iter().filter(|e| **e == "/nix/store/c-cuda_compat/compat").count(), 1);
+            }
+            // 4. idempotent
+            prop_assert_eq!(rw(&r, &out), out.clone());
+            // removed entries are exactly the stubs
+            let removed = r.rewrite(input.as_bytes()).map(|x| x.removed.len()).unwrap_or(0);
+            prop_assert_eq!(removed, entries.iter().filter(|e| r.stubs.is_stub(e.as_bytes())).count());
+        }
+    }
+}

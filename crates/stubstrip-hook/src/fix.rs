@@ -1,0 +1,144 @@
+//! Per-file work: look at one file, decide with [`crate::classify`], edit with `elfpatch`.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use elfpatch::{edit_in_place, Edit, ElfFile, Options};
+use serde::Serialize;
+
+use crate::classify::Rule;
+
+/// Which dynamic entry a change is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Tag {
+    /// `DT_RUNPATH`.
+    #[serde(rename = "RUNPATH")]
+    Runpath,
+    /// `DT_RPATH`.
+    #[serde(rename = "RPATH")]
+    Rpath,
+}
+
+impl Tag {
+    /// The name readelf uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tag::Runpath => "RUNPATH",
+            Tag::Rpath => "RPATH",
+        }
+    }
+}
+
+/// One run path that changes (or, for `check`, holds stubs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EntryChange {
+    /// Which entry.
+    pub tag: Tag,
+    /// The value before.
+    pub old: String,
+    /// The value after.
+    pub new: String,
+    /// Stub directories removed from it.
+    pub removed: Vec<String>,
+}
+
+/// What happened to one file.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Not an ELF file (or too short to tell).
+    NotElf,
+    /// An ELF file without a dynamic section, or with a run path that needs nothing.
+    Clean,
+    /// The run paths that changed (or would change, for `check`).
+    Changed(Vec<EntryChange>),
+    /// The file could not be read or edited; it was left as it was.
+    Failed(String),
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Whether the file starts with the ELF magic; reads 4 bytes.
+fn is_elf(path: &Path) -> std::io::Result<bool> {
+    let mut magic = [0u8; 4];
+    let mut f = File::open(path)?;
+    let mut got = 0;
+    while got < 4 {
+        let n = f.read(&mut magic[got..])?;
+        if n == 0 {
+            return Ok(false);
+        }
+        got += n;
+    }
+    Ok(magic == *b"\x7fELF")
+}
+
+/// What the rule asks of one file: the report, and the exact edits.
+#[derive(Debug, Default)]
+pub struct Decision {
+    /// Human/JSON view of each change.
+    pub changes: Vec<EntryChange>,
+    /// The edits, with the exact bytes (paths need not be UTF-8).
+    pub edits: Vec<Edit>,
+}
+
+/// The changes the rule asks for in `path`, without writing; `Ok(None)` for non-ELF files.
+pub fn decide(path: &Path, rule: &Rule) -> Result<Option<Decision>, String> {
+    match is_elf(path) {
+        Ok(false) => return Ok(None),
+        Ok(true) => {}
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    let file = ElfFile::open(path).map_err(|e| e.to_string())?;
+    let e = file.elf();
+    let mut d = Decision::default();
+    for (tag, value) in [(Tag::Runpath, e.runpath()), (Tag::Rpath, e.rpath())] {
+        let Some(v) = value else { continue };
+        let Some(rw) = rule.rewrite(v) else { continue };
+        d.changes.push(EntryChange {
+            tag,
+            old: lossy(v),
+            new: lossy(&rw.new),
+            removed: rw.removed.iter().map(|r| lossy(r)).collect(),
+        });
+        d.edits.push(match tag {
+            Tag::Runpath => Edit::SetRunpath(rw.new),
+            Tag::Rpath => Edit::SetRpath(rw.new),
+        });
+    }
+    Ok(Some(d))
+}
+
+/// Applies the rule to one file, writing only when something changes.
+pub fn fix(path: &Path, rule: &Rule) -> Outcome {
+    let d = match decide(path, rule) {
+        Ok(None) => return Outcome::NotElf,
+        Ok(Some(d)) if d.edits.is_empty() => return Outcome::Clean,
+        Ok(Some(d)) => d,
+        Err(e) => return Outcome::Failed(e),
+    };
+    match edit_in_place(path, &d.edits, &Options::default()) {
+        Ok(_) => Outcome::Changed(d.changes),
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// The stub entries left in one file, for `check`.
+pub fn stubs_left(path: &Path, rule: &Rule) -> Result<Option<Vec<(Tag, String)>>, String> {
+    match is_elf(path) {
+        Ok(false) => return Ok(None),
+        Ok(true) => {}
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    let file = ElfFile::open(path).map_err(|e| e.to_string())?;
+    let e = file.elf();
+    let mut out = Vec::new();
+    for (tag, value) in [(Tag::Runpath, e.runpath()), (Tag::Rpath, e.rpath())] {
+        if let Some(v) = value {
+            out.extend(rule.stub_entries(v).into_iter().map(|s| (tag, lossy(s))));
+        }
+    }
+    Ok(Some(out))
+}
