@@ -24,6 +24,12 @@
   structuredAttrs ? false,
   # Whether the stub entry should survive (the opt-outs).
   expectStub ? dontStubstrip,
+  # Where cuda keeps libcuda.so.1: `stubs`/lib as in ./fake-cuda.nix, or
+  # lib/stubs of `out` for cuda_cudart since nixpkgs PR #459416.
+  stubsLibDir ? "${lib.getOutput "stubs" cuda}/lib",
+  # Name stubsLibDir to autoPatchelfHook, which only searches the lib/ of
+  # host inputs.
+  searchStubsLibDir ? cudaIn == "nativeBuildInputs",
 }:
 let
   stubs = lib.getOutput "stubs" cuda;
@@ -58,7 +64,7 @@ let
 
     buildPhase = ''
       runHook preBuild
-      $CC -o cuda-probe ${./cuda-probe.c} -L${stubs}/lib -lcuda
+      $CC -o cuda-probe ${./cuda-probe.c} -L${stubsLibDir} -lcuda
       runHook postBuild
     '';
 
@@ -68,10 +74,8 @@ let
       runHook postInstall
     '';
 
-    # autoPatchelfHook only searches the lib/ of host inputs; as a native
-    # input the stubs must be named (the autoPatchelf step still runs).
-    preFixup = lib.optionalString (cudaIn == "nativeBuildInputs") ''
-      addAutoPatchelfSearchPath --no-recurse ${stubs}/lib
+    preFixup = lib.optionalString searchStubsLibDir ''
+      addAutoPatchelfSearchPath --no-recurse ${stubsLibDir}
     '';
 
     installCheckPhase = ''

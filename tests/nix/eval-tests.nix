@@ -33,14 +33,15 @@ let
     );
   sameDrv = a: b: a.drvPath == b.drvPath;
 
-  # Does pkg's postFixup write `hook` into both propagated files of `stubs`?
-  propagatesHook =
-    hook: pkg:
+  # Does pkg's postFixup put `hook` first in both propagated files of `output`?
+  propagatesHookFrom =
+    output: hook: pkg:
     let
       text = pkg.postFixup or "";
     in
-    hasInfix "printWords ${hook} >> \"$stubs/nix-support/propagated-native-build-inputs\"" text
-    && hasInfix "printWords ${hook} >> \"$stubs/nix-support/propagated-build-inputs\"" text;
+    hasInfix ("for stubstripFile in \"$" + output + "/nix-support\"/propagated-{native-build,build}-inputs; do") text
+    && hasInfix "{ printWords ${hook}; cat \"$stubstripFile\"" text;
+  propagatesHook = propagatesHookFrom "stubs";
 
   test = ok: detail: { inherit ok detail; };
 
@@ -149,6 +150,12 @@ in
   overlay-every-package-with-stubs =
     test (propagatesHook pkgs.stubstripHook pkgs.cudaPackages.cuda_nvml_dev)
       pkgs.cudaPackages.cuda_nvml_dev.outputs;
+  overlay-flagged-single-output-cudart-propagates-from-out =
+    test (propagatesHookFrom "out" pkgs.stubstripHook pkgs.cudaPackages_13.cuda_cudart)
+      pkgs.cudaPackages_13.cuda_cudart.postFixup;
+  overlay-flagged-package-with-stubs-output =
+    test (propagatesHook pkgs.stubstripHook pkgs.cudaPackages_13.cuda_nvml_dev)
+      pkgs.cudaPackages_13.cuda_nvml_dev.postFixup;
   overlay-leaves-packages-without-stubs-alone =
     test (sameDrv pkgs.cudaPackages.cuda_cccl plain.cudaPackages.cuda_cccl)
       pkgs.cudaPackages.cuda_cccl.drvPath;

@@ -33,6 +33,15 @@ in
       cuda = pkgs.cudaPackages.cuda_cudart;
       cudaIn = "nativeBuildInputs";
     };
+    # cuda_cudart as since nixpkgs PR #459416: stubs in out/lib/stubs, and
+    # nixpkgs' removeStubsFromRunpathHook propagated from the same files.
+    # stubstripHook must run first, or the check fallback has nothing to add.
+    cudart-13-with-upstream-hook = runpathTest {
+      name = "mock-cudart-13-with-upstream-hook";
+      cuda = pkgs.cudaPackages_13.cuda_cudart;
+      stubsLibDir = "${pkgs.cudaPackages_13.cuda_cudart}/lib/stubs";
+      searchStubsLibDir = true;
+    };
     # The package-set switch: stubstripHook = null in the CUDA set.
     cudart-set-opt-out = runpathTest {
       name = "mock-cudart-set-opt-out";
