@@ -1,0 +1,162 @@
+"""Shared pieces of sweep.py and differential.py: finding ELF files,
+sampling them, running tools, comparing dynamic entries."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cross"))
+import editors  # noqa: E402,F401  (re-exported)
+import elfmini  # noqa: E402
+
+DEFAULT_ROOTS = ["/usr/bin", "/usr/lib", "/usr/libexec"]
+ELFLINT = shutil.which("eu-elflint")
+HOST_LDSO = "/lib64/ld-linux-x86-64.so.2"
+
+
+def find_elf_files(roots):
+    """Sorted list of regular ELF files (by magic) under roots, symlinks
+    skipped, hard links counted once."""
+    seen = set()
+    out = []
+    for root in roots:
+        for dp, dns, fns in os.walk(root):
+            dns.sort()
+            for fn in fns:
+                p = os.path.join(dp, fn)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if not os.path.stat.S_ISREG(st.st_mode) or st.st_size < 52:
+                    continue
+                key = (st.st_dev, st.st_ino)
+                if key in seen:
+                    continue
+                if elfmini.is_elf(p):
+                    seen.add(key)
+                    out.append(p)
+    return sorted(out)
+
+
+def sample(files, limit):
+    """Deterministic, evenly spaced sample of at most limit files."""
+    if not limit or limit >= len(files):
+        return list(files)
+    n = len(files)
+    return [files[(i * n) // limit] for i in range(limit)]
+
+
+def sh(cmd, timeout=120, cwd=None, env=None, stdout=True):
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, timeout=timeout, cwd=cwd, env=env)
+        return (r.returncode, (r.stdout or b"").decode("utf-8", "replace"),
+                r.stderr.decode("utf-8", "replace"))
+    except subprocess.TimeoutExpired:
+        return 124, "", "timed out after %ss" % timeout
+    except OSError as e:
+        return 127, "", str(e)
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def clip(s, n=300):
+    s = s.strip()
+    return s if len(s) <= n else s[:n] + "...[%d more]" % (len(s) - n)
+
+
+def readelf_warnings(path):
+    """Set of readelf -a stderr lines (stdout discarded), file name replaced."""
+    rc, _, err = sh(["readelf", "-a", "-W", path], timeout=300, stdout=False)
+    lines = {line.replace(path, "FILE").strip() for line in err.splitlines() if line.strip()}
+    if rc not in (0, 1) and not lines:
+        lines.add("readelf exited %d" % rc)
+    return lines
+
+
+_NUM = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)\b")
+
+
+def elflint_messages(path):
+    """Counter of eu-elflint --gnu-ld messages with numbers normalized, and
+    one raw example per normalized message; None without eu-elflint."""
+    if not ELFLINT:
+        return None
+    rc, out, err = sh([ELFLINT, "--gnu-ld", path], timeout=600)
+    c = Counter()
+    raw = {}
+    for line in (out + "\n" + err).splitlines():
+        line = line.strip().replace(path, "FILE")
+        if not line or line == "No errors":
+            continue
+        norm = _NUM.sub("#", re.sub(r"\[\s*\d+\]", "[#]", line))
+        c[norm] += 1
+        raw.setdefault(norm, line)
+    return {"counts": dict(c), "raw": raw}
+
+
+def new_elflint(before, after):
+    if before is None or after is None:
+        return []
+    return sorted(after["raw"][k] for k, n in after["counts"].items() if n > before["counts"].get(k, 0))
+
+
+def loads(path, timeout=20):
+    """Does dlopen (through ctypes, RTLD_NOW) of path succeed in a fresh python?"""
+    rc, _, err = sh([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", path],
+                    timeout=timeout, env={"PATH": "/usr/bin:/bin", "LANG": "C"})
+    return rc == 0, clip(err, 200)
+
+
+_ADDR = re.compile(r"\s*\(0x[0-9a-f]+\)\s*$")
+
+
+def resolves(path, timeout=20):
+    """ld.so --list: (ok, sorted resolved lines without load addresses)."""
+    rc, out, err = sh([HOST_LDSO, "--list", path], timeout=timeout,
+                      env={"PATH": "/usr/bin:/bin", "LANG": "C"})
+    lines = sorted(_ADDR.sub("", line).strip().replace(path, "FILE") for line in out.splitlines()
+                   if line.strip() and "linux-vdso" not in line)
+    ok = rc == 0 and not any("not found" in line for line in lines)
+    return ok, lines if ok else clip(err or out, 200)
+
+
+def dyn_signature(elf):
+    """Normalized dynamic entries: (ordered NEEDED list, Counter of the rest)."""
+    d = elf.dynamic_normalized() or []
+    needed = [v for k, v in d if k == "NEEDED"]
+    rest = Counter((k, v) for k, v in d if k != "NEEDED")
+    return needed, rest
+
+
+def fmt_entries(c):
+    out = []
+    for (k, v), n in sorted(c.items(), key=lambda kv: str(kv[0])):
+        vs = ("0x%x" % v) if isinstance(v, int) else ("*" if v is None else repr(v)[:70])
+        out.append("%s=%s%s" % (k, vs, "" if n == 1 else " x%d" % n))
+    return "[" + ", ".join(out) + "]"
+
+
+def diff_signatures(a, b):
+    """Human-readable differences between two dyn_signature()s ('' if same)."""
+    (na, ra), (nb, rb) = a, b
+    parts = []
+    if na != nb:
+        parts.append("NEEDED %s vs %s" % (na, nb))
+    if ra != rb:
+        parts.append("only first: %s; only second: %s" % (fmt_entries(ra - rb), fmt_entries(rb - ra)))
+    return "; ".join(parts)
