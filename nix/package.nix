@@ -2,6 +2,7 @@
 # patchelf-compatible `elfpatch` CLI (crates/elfpatch).
 {
   lib,
+  stdenv,
   rustPlatform,
   gcc,
   patchelf,
@@ -32,12 +33,13 @@ rustPlatform.buildRustPackage {
   cargoTestFlags = [ "--workspace" ];
 
   # The tests compile small C programs, edit them and inspect the result with
-  # readelf and eu-elflint.
+  # readelf, strip, eu-elflint and ldd (from the libc's bin output).
   nativeCheckInputs = [
     gcc
     patchelf
     binutils
     elfutils
+    (lib.getBin stdenv.cc.libc)
   ];
 
   meta = {

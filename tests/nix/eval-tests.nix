@@ -114,6 +114,7 @@ in
         plain.patchelf
         plain.binutils
         plain.elfutils
+        plain.glibc
       ]
     ) (map (d: d.name) stubstrip.nativeBuildInputs);
 

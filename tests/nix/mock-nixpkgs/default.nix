@@ -19,23 +19,33 @@ let
   base =
     self:
     let
-      stdenv = import ./stdenv {
+      stdenvNoCC = import ./stdenv {
         inherit lib;
         system = hostSystem;
       };
-      trivial = import ./trivial-builders.nix { inherit lib stdenv; };
+      trivial = import ./trivial-builders.nix {
+        inherit lib;
+        stdenv = stdenvNoCC;
+      };
+      hostTools = import ./host-tools.nix {
+        inherit lib;
+        inherit (trivial) runCommand;
+      };
+      # stdenv.cc and its libc, as the tools derivations that hold gcc and ldd.
+      stdenv = stdenvNoCC // {
+        cc = hostTools.gcc // {
+          libc = hostTools.glibc;
+        };
+      };
     in
     trivial
-    // import ./host-tools.nix {
-      inherit lib;
-      inherit (trivial) runCommand;
-    }
+    // hostTools
     // import ./cuda {
       inherit lib withCudaExtensions;
       pkgs = self;
     }
     // {
-      inherit lib stdenv config;
+      inherit lib stdenv stdenvNoCC config;
       system = hostSystem;
       path = ./.;
 

@@ -24,8 +24,10 @@ lib.mapAttrs hostTool {
   binutils = [
     "readelf"
     "objdump"
+    "strip"
     "ld"
   ];
+  glibc = [ "ldd" ];
   elfutils = [
     "eu-elflint"
     "eu-readelf"

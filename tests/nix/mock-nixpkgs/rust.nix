@@ -50,7 +50,7 @@
           args.checkPhase or ''
             runHook preCheck
             echo "mock cargo test $cargoTestFlags: not run; tools on PATH:"
-            for tool in gcc patchelf readelf eu-elflint; do command -v "$tool"; done
+            for tool in gcc patchelf readelf strip eu-elflint ldd; do command -v "$tool"; done
             runHook postCheck
           '';
         installPhase =
