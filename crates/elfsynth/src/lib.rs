@@ -12,11 +12,29 @@
 //!   with the builder or with any editor: own constants, own decoding, own
 //!   hash functions) with [`oracle::read`] returning a plain model and
 //!   [`oracle::check_layout`] listing invariant violations.
-//! * [`strategy`] (feature `proptest`, on by default) generates arbitrary
+//! * `strategy` (feature `proptest`, on by default) generates arbitrary
 //!   specs for property tests.
 //!
 //! A spec fully determines the output: building the same spec twice gives
 //! the same bytes.
+//!
+//! ```
+//! // A NEEDED name that the linker merged into the tail of the RUNPATH.
+//! let spec = elfsynth::Spec {
+//!     runpath: Some("/opt/x/libdep.so".into()),
+//!     needed: vec!["libdep.so".into()],
+//!     verneed: vec![],
+//!     tail_merge: true,
+//!     ..Default::default()
+//! };
+//! let bytes = elfsynth::build(&spec);
+//! assert!(elfsynth::oracle::check_layout(&bytes).is_empty());
+//! let elf = elfsynth::oracle::read(&bytes).unwrap();
+//! assert_eq!(elf.needed, ["libdep.so"]);
+//! let runpath = elf.dyn_entry(29).unwrap().value; // DT_RUNPATH
+//! let needed = elf.dyn_entry(1).unwrap().value; // DT_NEEDED
+//! assert_eq!(needed, runpath + "/opt/x/".len() as u64);
+//! ```
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -213,7 +231,9 @@ pub struct Spec {
     /// `page_size`. Typically 0 for `ET_DYN` and e.g. `0x400000` or
     /// `0x10000000` for `ET_EXEC`.
     pub base: u64,
-    /// Program interpreter (`PT_INTERP`, `.interp`).
+    /// Program interpreter (`PT_INTERP`, `.interp`). An `ET_EXEC` without
+    /// one is a static executable that nonetheless has a `.dynamic`, which
+    /// `eu-elflint` rejects; `strategy::arb_spec` never produces that.
     pub interp: Option<String>,
     /// `DT_NEEDED` entries, in order.
     pub needed: Vec<String>,

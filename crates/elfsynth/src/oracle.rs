@@ -738,7 +738,7 @@ impl Parsed<'_> {
 
     /// (file, [(name, vna_hash, vna_other)]) per verneed entry; names are
     /// dynstr offsets.
-    fn verneed_raw(&self, dynamic: &[(u64, u64)]) -> Res<Vec<(u32, Vec<(u32, u32, u16)>)>> {
+    fn verneed_raw(&self, dynamic: &[(u64, u64)]) -> Res<Vec<RawVerneed>> {
         let Some(a) = Self::tag(dynamic, k::DT_VERNEED) else {
             return Ok(Vec::new());
         };
@@ -834,6 +834,9 @@ impl Parsed<'_> {
         Ok(out)
     }
 }
+
+/// `(vn_file, [(vna_name, vna_hash, vna_other)])`, names as `.dynstr` offsets.
+type RawVerneed = (u32, Vec<(u32, u32, u16)>);
 
 struct GnuHash {
     symoffset: u32,
@@ -970,6 +973,27 @@ fn within(inner_start: u64, inner_len: u64, outer_start: u64, outer_len: u64) ->
     }
 }
 
+/// Pairs `(i, j)`, `i < j`, of overlapping non-empty ranges `(start, len,
+/// id)`; every range that overlaps an earlier-starting one is reported once.
+fn overlapping(mut items: Vec<(u64, u64, usize)>) -> Vec<(usize, usize)> {
+    items.retain(|x| x.1 > 0);
+    items.sort_unstable();
+    let mut out = Vec::new();
+    let mut furthest: Option<(u64, usize)> = None;
+    for (start, len, i) in items {
+        let end = start.saturating_add(len);
+        if let Some((fend, fi)) = furthest {
+            if start < fend {
+                out.push((fi.min(i), fi.max(i)));
+            }
+        }
+        if furthest.map_or(true, |(fend, _)| end > fend) {
+            furthest = Some((end, i));
+        }
+    }
+    out
+}
+
 fn overlaps(a: u64, alen: u64, b: u64, blen: u64) -> bool {
     alen > 0 && blen > 0 && a < b.saturating_add(blen) && b < a.saturating_add(alen)
 }
@@ -1035,7 +1059,7 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
             ));
         }
     }
-    for (a, (i, x)) in loads.iter().enumerate() {
+    for (i, x) in &loads {
         if x.p_filesz > x.p_memsz {
             v.push(format!(
                 "PT_LOAD phdr {i}: p_filesz {:#x} > p_memsz {:#x}",
@@ -1061,14 +1085,21 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
                 ));
             }
         }
-        for (j, y) in loads.iter().skip(a + 1) {
-            if overlaps(x.p_vaddr, x.p_memsz, y.p_vaddr, y.p_memsz) {
-                v.push(format!("PT_LOAD phdrs {i} and {j} overlap in memory"));
-            }
-            if overlaps(x.p_offset, x.p_filesz, y.p_offset, y.p_filesz) {
-                v.push(format!("PT_LOAD phdrs {i} and {j} overlap in the file"));
-            }
-        }
+    }
+    let ranges = |f: &dyn Fn(&ProgramHeader) -> (u64, u64)| -> Vec<(u64, u64, usize)> {
+        loads
+            .iter()
+            .map(|(i, x)| {
+                let (a, b) = f(x);
+                (a, b, *i)
+            })
+            .collect()
+    };
+    for (i, j) in overlapping(ranges(&|x| (x.p_vaddr, x.p_memsz))) {
+        v.push(format!("PT_LOAD phdrs {i} and {j} overlap in memory"));
+    }
+    for (i, j) in overlapping(ranges(&|x| (x.p_offset, x.p_filesz))) {
+        v.push(format!("PT_LOAD phdrs {i} and {j} overlap in the file"));
     }
     for (i, x) in ph.iter().enumerate() {
         if x.p_filesz > 0 && !within(x.p_offset, x.p_filesz, 0, len) {
@@ -1204,24 +1235,35 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
                 ));
             }
         }
-        for (j, t) in sh.iter().enumerate().skip(i + 1) {
-            let both_alloc = s.flags & t.flags & k::SHF_ALLOC != 0;
-            if both_alloc && overlaps(s.addr, s.size, t.addr, t.size) {
-                v.push(format!(
-                    "sections {i} '{nm}' and {j} '{}' overlap in memory",
-                    t.name
-                ));
-            }
-            if file_backed
-                && t.sh_type != k::SHT_NOBITS
-                && overlaps(s.offset, s.size, t.offset, t.size)
-            {
-                v.push(format!(
-                    "sections {i} '{nm}' and {j} '{}' overlap in the file",
-                    t.name
-                ));
-            }
-        }
+    }
+    let name = |i: usize| sh.get(i).map_or("", |s| s.name.as_str());
+    let alloc: Vec<(u64, u64, usize)> = sh
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, s)| s.flags & k::SHF_ALLOC != 0)
+        .map(|(i, s)| (s.addr, s.size, i))
+        .collect();
+    for (i, j) in overlapping(alloc) {
+        v.push(format!(
+            "sections {i} '{}' and {j} '{}' overlap in memory",
+            name(i),
+            name(j)
+        ));
+    }
+    let filed: Vec<(u64, u64, usize)> = sh
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, s)| s.sh_type != k::SHT_NOBITS)
+        .map(|(i, s)| (s.offset, s.size, i))
+        .collect();
+    for (i, j) in overlapping(filed) {
+        v.push(format!(
+            "sections {i} '{}' and {j} '{}' overlap in the file",
+            name(i),
+            name(j)
+        ));
     }
     if !sh.is_empty() && !within(h.e_shoff, shsize, 0, len) {
         v.push("section header table outside the file".into());

@@ -128,6 +128,13 @@ pub fn arb_spec() -> impl Strategy<Value = Spec> {
             (mut dynsyms, undef, verneed_versions, verdef, hash),
             (spare, slack, after, pt_phdr, pt_null, text_size, bss_size, shdrs, symtab),
         )| {
+            // An ET_EXEC without an interpreter is a static executable,
+            // which must not have a .dynamic (eu-elflint: "static
+            // executable cannot have dynamic sections").
+            let interp = match (e_type, interp) {
+                (FileType::Exec, None) => Some("/lib/ld-synth.so.1".to_string()),
+                (_, i) => i,
+            };
             let mut needed = needed;
             let mut runpath = runpath;
             // Make tail merging likely to have something to merge: let a

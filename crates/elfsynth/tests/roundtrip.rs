@@ -33,7 +33,7 @@ fn fixed_matrix() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(64), ..ProptestConfig::default() })]
 
     #[test]
     fn arbitrary_specs_round_trip(spec in arb_spec()) {
@@ -228,5 +228,37 @@ fn invalid_specs_are_refused() {
         let mut cur = std::io::Cursor::new(Vec::new());
         let e = elfsynth::build_to(s, &mut cur).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    }
+}
+
+#[test]
+fn dynsym_count_without_section_headers() {
+    // Counting .dynsym without section headers: through DT_HASH's nchain,
+    // or by walking DT_GNU_HASH (including the corner cases of no defined
+    // symbols and no symbols at all).
+    let cases: [(Vec<&str>, usize); 4] = [
+        (vec!["a", "b", "c", "d", "e"], 2),
+        (vec!["a", "b"], 2),
+        (vec![], 0),
+        (vec!["only"], 0),
+    ];
+    for hash in [
+        elfsynth::HashStyle::Sysv,
+        elfsynth::HashStyle::Gnu,
+        elfsynth::HashStyle::Both,
+    ] {
+        for (syms, undef) in &cases {
+            let spec = Spec {
+                dynsyms: syms.iter().map(|s| s.to_string()).collect(),
+                undefined_dynsyms: *undef,
+                verneed: vec![],
+                with_section_headers: false,
+                hash,
+                ..Spec::default()
+            };
+            let bytes = build_and_check(&spec);
+            let elf = oracle::read(&bytes).unwrap();
+            assert_eq!(elf.dynsyms.len(), syms.len(), "{hash:?} {syms:?}");
+        }
     }
 }

@@ -156,6 +156,21 @@ pub fn check_model(spec: &Spec, elf: &Elf) {
         assert_eq!(s.shndx == 0, i < nundef, "symbol {i} definedness");
         let versioned = !spec.verneed.is_empty() || !spec.verdef.is_empty();
         assert_eq!(s.version.is_some(), versioned);
+        // Version indices: 1 = global; verdefs are 1..=n; verneeds follow.
+        let ndef = spec.verdef.len() as u16;
+        let naux: usize = spec.verneed.iter().map(|v| v.1.len()).sum();
+        if let Some(v) = s.version {
+            if i < nundef && naux > 0 {
+                assert!(
+                    v > ndef.max(1) && v <= ndef.max(1) + naux as u16,
+                    "undefined sym {i} version {v}"
+                );
+            } else if i >= nundef && ndef > 1 {
+                assert!((2..=ndef).contains(&v), "defined sym {i} version {v}");
+            } else {
+                assert_eq!(v, 1);
+            }
+        }
     }
 
     // .dynamic shape.
@@ -254,6 +269,14 @@ pub fn check_model(spec: &Spec, elf: &Elf) {
     } else {
         assert!(elf.symtab.is_empty());
     }
+}
+
+/// Number of proptest cases: `default`, or `ELFSYNTH_CASES` when set.
+pub fn cases(default: u32) -> u32 {
+    std::env::var("ELFSYNTH_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
