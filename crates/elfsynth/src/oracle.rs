@@ -987,7 +987,7 @@ fn overlapping(mut items: Vec<(u64, u64, usize)>) -> Vec<(usize, usize)> {
                 out.push((fi.min(i), fi.max(i)));
             }
         }
-        if furthest.map_or(true, |(fend, _)| end > fend) {
+        if !matches!(furthest, Some((fend, _)) if end <= fend) {
             furthest = Some((end, i));
         }
     }
