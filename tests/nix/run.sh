@@ -39,13 +39,16 @@ finish() {
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# --- Nix -------------------------------------------------------------------
-if ! command -v nix-build >/dev/null; then
-    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        echo "installing nix-bin"
-        { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nix-bin; } >"$work/apt.log" 2>&1 ||
-            tail -20 "$work/apt.log"
-    fi
+# --- Nix, and the host tools the mock's builders use -------------------------
+missing=()
+command -v nix-build >/dev/null || missing+=(nix-bin)
+command -v gcc >/dev/null || missing+=(gcc libc6-dev)
+command -v readelf >/dev/null || missing+=(binutils)
+[[ -x /usr/bin/patchelf ]] || missing+=(patchelf)
+if ((${#missing[@]})) && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing ${missing[*]}"
+    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"; } >"$work/apt.log" 2>&1 ||
+        tail -20 "$work/apt.log"
 fi
 if ! command -v nix-build >/dev/null; then
     fail "nix is installed" "no nix-build, and apt-get install nix-bin did not provide one"

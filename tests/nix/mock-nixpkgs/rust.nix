@@ -50,7 +50,7 @@
           args.checkPhase or ''
             runHook preCheck
             echo "mock cargo test $cargoTestFlags: not run; tools on PATH:"
-            for tool in gcc patchelf readelf strip eu-elflint ldd; do command -v "$tool"; done
+            for tool in gcc patchelf readelf strip eu-elflint ldd; do command -v "$tool" || echo "($tool: not on PATH)"; done
             runHook postCheck
           '';
         installPhase =
