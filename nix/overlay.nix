@@ -2,8 +2,9 @@
 #   1. This overlay adds `stubstrip` and `stubstripHook` to pkgs.
 #   2. It appends an extension to `_cuda.extensions`, which nixpkgs applies to
 #      every CUDA package set (cudaPackages, cudaPackages_12_8, ...).
-#   3. That extension rebuilds each CUDA package with a `stubs` output so that
-#      its postFixup writes stubstripHook into that output's
+#   3. That extension rebuilds each CUDA package holding stub libraries (a
+#      `stubs` output, or `includeRemoveStubsFromRunpathHook` set) so that its
+#      postFixup writes stubstripHook first into that output's
 #      nix-support/propagated-native-build-inputs and propagated-build-inputs
 #      (./add-hook-to-stubs.nix).
 #   4. stdenv follows those files from any derivation that has, say,
@@ -19,8 +20,8 @@ let
     finalCuda: prevCuda:
     lib.mapAttrs (_: addHookToStubs finalCuda.stubstripHook) prevCuda
     // {
-      # Hooks run on the build machine.
-      stubstripHook = final.buildPackages.stubstripHook;
+      # Hooks run on the build machine. An earlier extension may have set null.
+      stubstripHook = prevCuda.stubstripHook or final.buildPackages.stubstripHook;
     };
 in
 {
@@ -35,6 +36,6 @@ in
       );
     }
   else
-    # nixpkgs before `_cuda.extensions` (2025): only the default package set.
+    # Older nixpkgs, without `_cuda`: only the default package set.
     { cudaPackages = prev.cudaPackages.overrideScope cudaExtension; }
 )

@@ -174,6 +174,21 @@ in
       scope = pkgs.cudaPackages.overrideScope (_: _: { stubstripHook = null; });
     in
     test (sameDrv scope.cuda_cudart plain.cudaPackages.cuda_cudart) scope.cuda_cudart.drvPath;
+  overlay-respects-an-earlier-opt-out =
+    let
+      earlier = importMock {
+        overlays = [
+          (_: prev: {
+            _cuda = prev._cuda.extend (
+              _: prevCuda: { extensions = prevCuda.extensions ++ [ (_: _: { stubstripHook = null; }) ]; }
+            );
+          })
+          overlay
+        ];
+      };
+    in
+    test (sameDrv earlier.cudaPackages.cuda_cudart plain.cudaPackages.cuda_cudart)
+      earlier.cudaPackages.cuda_cudart.drvPath;
   overlay-without-cuda-extensions-overrides-cudaPackages =
     test (propagatesHook legacy.stubstripHook legacy.cudaPackages.cuda_cudart)
       legacy.cudaPackages.cuda_cudart.name;
