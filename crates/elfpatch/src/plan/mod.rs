@@ -865,7 +865,8 @@ impl<'p, 'a> Builder<'p, 'a> {
                 .unwrap_or(0);
             items.push(Item::new(ItemKind::Interp, n, 1));
         }
-        let new_capacity = self.entries.len() + 1 + self.p.opts.dynamic_spare;
+        // Never smaller than before: a `_DYNAMIC` symbol's size (gold sets it) must still fit.
+        let new_capacity = (self.entries.len() + 1 + self.p.opts.dynamic_spare).max(capacity);
         if move_dynamic {
             items.push(Item::new(
                 ItemKind::Dynamic,

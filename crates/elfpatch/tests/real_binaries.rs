@@ -1,0 +1,576 @@
+//! Edits real binaries built here by gcc (PIE, non-PIE, -z noseparate-code with SysV hash, gold,
+//! -m32 where multilib works) and clang+lld, then runs them: the loader must find a library that
+//! is reachable only through the new value, and readelf / eu-elflint must report nothing new.
+//! Where patchelf 0.19 is installed, the same command line is run through it and the resulting
+//! dynamic string entries must be equal.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+struct Built {
+    fx: Fixture,
+    lib_dir: PathBuf,
+    prog: PathBuf,
+}
+
+/// libdep.so in `lib/`, and a program linked against it with RUNPATH `lib/` (or `rpath_flag`).
+fn build(tc: &Toolchain, rpath_flags: &[&str]) -> Built {
+    let fx = Fixture::new(tc);
+    let lib_dir = fx.path("lib");
+    fx.shared_lib(&lib_dir, "libdep.so", "libdep.so", LIB_SRC, "orig");
+    let mut flags = vec![];
+    let rp = format!("-Wl,-rpath,{}", lib_dir.display());
+    if rpath_flags.is_empty() {
+        flags.push(rp.as_str());
+        flags.push("-Wl,--enable-new-dtags");
+    } else {
+        flags.extend_from_slice(rpath_flags);
+    }
+    let prog = fx.program("prog", &lib_dir, &flags);
+    let (ok, out) = run_program(&prog);
+    assert!(
+        ok && out.contains("DEP:orig"),
+        "{}: fresh build does not run: {out}",
+        tc.name
+    );
+    Built { fx, lib_dir, prog }
+}
+
+fn patchelf_019() -> Option<String> {
+    for cand in ["patchelf", "/root/.pyenv/shims/patchelf"] {
+        if let Ok(o) = Command::new(cand).arg("--version").output() {
+            let v = String::from_utf8_lossy(&o.stdout).to_string();
+            if v.contains("0.19") || v.contains("0.2") {
+                return Some(cand.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Runs the same edit through patchelf and compares the string entries with ours.
+fn compare_with_patchelf(original: &Path, ours: &Path, args: &[&str]) {
+    let Some(pe) = patchelf_019() else { return };
+    let theirs = ours.with_extension("patchelf");
+    copy(original, &theirs);
+    let st = Command::new(pe).args(args).arg(&theirs).status().unwrap();
+    if !st.success() {
+        return; // patchelf refused; our own checks stand
+    }
+    assert_eq!(
+        dynamic_strings(ours),
+        dynamic_strings(&theirs),
+        "differs from patchelf for {args:?} on {}",
+        original.display()
+    );
+}
+
+fn edit(file: &Path, args: &[&str]) {
+    let out = elfpatch().args(args).arg(file).output().unwrap();
+    assert!(
+        out.status.success(),
+        "elfpatch {args:?} {} failed: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn for_each_toolchain(f: impl Fn(&Toolchain)) {
+    let tcs = toolchains();
+    assert!(!tcs.is_empty(), "no C compiler found");
+    for tc in &tcs {
+        f(tc);
+    }
+}
+
+#[test]
+fn growing_runpath_is_followed_by_the_loader() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let long = long_dir(&b.fx.path("new"), 300);
+        fs::rename(b.lib_dir.join("libdep.so"), long.join("libdep.so")).unwrap();
+        let (ran, out) = run_program(&b.prog);
+        assert!(!ran, "{}: runs without the library? {out}", tc.name);
+        let edited = copy(&b.prog, &b.fx.path("prog.grown"));
+        let ls = long.to_str().unwrap();
+        edit(&edited, &["--set-rpath", ls]);
+        let (ok, out) = run_program(&edited);
+        assert!(
+            ok && out.contains("DEP:orig"),
+            "{}: grown RUNPATH not followed: {out}",
+            tc.name
+        );
+        assert_eq!(
+            dynamic_strings(&edited)
+                .iter()
+                .find(|(t, _)| t == "RUNPATH")
+                .map(|x| x.1.as_str()),
+            Some(ls)
+        );
+        assert_no_new_complaints(&b.prog, &edited);
+        compare_with_patchelf(&b.prog, &edited, &["--set-rpath", ls]);
+        // strip and gdb-style tools rewrite files from their sections: the result must survive strip.
+        let stripped = copy(&edited, &b.fx.path("prog.grown.stripped"));
+        if have("strip") {
+            run_ok(Command::new("strip").arg(&stripped));
+            let (ok, out) = run_program(&stripped);
+            assert!(
+                ok && out.contains("DEP:orig"),
+                "{}: stripped result broken: {out}",
+                tc.name
+            );
+        }
+    });
+}
+
+#[test]
+fn shrinking_runpath_is_written_in_place() {
+    for_each_toolchain(|tc| {
+        let fx = Fixture::new(tc);
+        let long = long_dir(&fx.path("far"), 200);
+        let short = fx.path("s");
+        fx.shared_lib(&long, "libdep.so", "libdep.so", LIB_SRC, "long");
+        fx.shared_lib(&short, "libdep.so", "libdep.so", LIB_SRC, "short");
+        let rp = format!("-Wl,-rpath,{}", long.display());
+        let prog = fx.program("prog", &long, &[&rp, "-Wl,--enable-new-dtags"]);
+        assert!(run_program(&prog).1.contains("DEP:long"));
+        let edited = copy(&prog, &fx.path("prog.shrunk"));
+        edit(&edited, &["--set-rpath", short.to_str().unwrap()]);
+        let (ok, out) = run_program(&edited);
+        assert!(ok && out.contains("DEP:short"), "{}: {out}", tc.name);
+        assert_eq!(
+            fs::metadata(&edited).unwrap().len(),
+            fs::metadata(&prog).unwrap().len(),
+            "{}: in-place edit changed the size",
+            tc.name
+        );
+        // Only the string bytes changed, and the old path is gone from the file.
+        let (a, b2) = (fs::read(&prog).unwrap(), fs::read(&edited).unwrap());
+        let changed: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b2[i]).collect();
+        assert!(
+            changed.last().unwrap() - changed[0] <= long.as_os_str().len(),
+            "{}: changes spread over the file",
+            tc.name
+        );
+        let needle = long.to_str().unwrap().as_bytes();
+        assert!(
+            !b2.windows(needle.len()).any(|w| w == needle),
+            "{}: old RUNPATH bytes left in the file",
+            tc.name
+        );
+        assert_no_new_complaints(&prog, &edited);
+        compare_with_patchelf(&prog, &edited, &["--set-rpath", short.to_str().unwrap()]);
+    });
+}
+
+#[test]
+fn added_needed_library_is_loaded() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        b.fx.shared_lib(&b.lib_dir, "libextra.so", "libextra.so", EXTRA_SRC, "x");
+        let edited = copy(&b.prog, &b.fx.path("prog.added"));
+        edit(&edited, &["--add-needed", "libextra.so"]);
+        let (ok, out) = run_program(&edited);
+        assert!(
+            ok && out.contains("EXTRA-LOADED") && out.contains("DEP:orig"),
+            "{}: {out}",
+            tc.name
+        );
+        assert_no_new_complaints(&b.prog, &edited);
+        compare_with_patchelf(&b.prog, &edited, &["--add-needed", "libextra.so"]);
+        // A second growing edit extends the segment the first appended: no pile-up.
+        let loads = load_count(&edited);
+        let long = long_dir(&b.fx.path("again"), 120);
+        fs::copy(b.lib_dir.join("libdep.so"), long.join("libdep.so")).unwrap();
+        fs::copy(b.lib_dir.join("libextra.so"), long.join("libextra.so")).unwrap();
+        edit(&edited, &["--set-rpath", long.to_str().unwrap()]);
+        edit(
+            &edited,
+            &[
+                "--add-needed",
+                "libm.so.6",
+                "--set-soname",
+                "libprog-with-a-long-soname.so",
+            ],
+        );
+        assert_eq!(
+            load_count(&edited),
+            loads,
+            "{}: a second growing edit added a PT_LOAD",
+            tc.name
+        );
+        fs::remove_dir_all(&b.lib_dir).unwrap();
+        let (ok, out) = run_program(&edited);
+        assert!(ok && out.contains("EXTRA-LOADED"), "{}: {out}", tc.name);
+        assert_no_new_complaints(&b.prog, &edited);
+    });
+}
+
+#[test]
+fn replaced_needed_library_is_the_one_loaded() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        b.fx.shared_lib(
+            &b.lib_dir,
+            "libdep2-with-a-longer-name.so",
+            "libdep2-with-a-longer-name.so",
+            LIB_SRC,
+            "two",
+        );
+        let edited = copy(&b.prog, &b.fx.path("prog.replaced"));
+        edit(
+            &edited,
+            &[
+                "--replace-needed",
+                "libdep.so",
+                "libdep2-with-a-longer-name.so",
+            ],
+        );
+        fs::remove_file(b.lib_dir.join("libdep.so")).unwrap();
+        let (ok, out) = run_program(&edited);
+        assert!(ok && out.contains("DEP:two"), "{}: {out}", tc.name);
+        assert_no_new_complaints(&b.prog, &edited);
+        compare_with_patchelf(
+            &b.prog,
+            &edited,
+            &[
+                "--replace-needed",
+                "libdep.so",
+                "libdep2-with-a-longer-name.so",
+            ],
+        );
+    });
+}
+
+#[test]
+fn replacing_a_versioned_needed_renames_its_version_requirement() {
+    // libm.so.6 carries symbol versions (cos@GLIBC_x): ld.so checks .gnu.version_r's file names
+    // against the loaded objects, so the requirement must follow the rename.
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let alias = b.fx.path("mlib");
+        fs::create_dir_all(&alias).unwrap();
+        let libm = find_libm(&b.prog);
+        fs::copy(&libm, alias.join("libm-renamed.so.6")).unwrap();
+        let edited = copy(&b.prog, &b.fx.path("prog.vrename"));
+        let rp = format!("{}:{}", b.lib_dir.display(), alias.display());
+        edit(
+            &edited,
+            &[
+                "--set-rpath",
+                &rp,
+                "--replace-needed",
+                "libm.so.6",
+                "libm-renamed.so.6",
+            ],
+        );
+        let vr = run_ok(Command::new("readelf").arg("-V").arg(&edited));
+        assert!(
+            String::from_utf8_lossy(&vr.stdout).contains("File: libm-renamed.so.6"),
+            "{}",
+            tc.name
+        );
+        let (ok, out) = run_program(&edited);
+        assert!(ok && out.contains("DEP:orig"), "{}: {out}", tc.name);
+        assert_no_new_complaints(&b.prog, &edited);
+    });
+}
+
+fn find_libm(prog: &Path) -> PathBuf {
+    let out = Command::new("ldd").arg(prog).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("libm.so.6"))
+        .expect("ldd lists libm");
+    PathBuf::from(
+        line.split("=>")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn longer_soname_is_set_and_dependents_still_load() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let lib = b.lib_dir.join("libdep.so");
+        let orig = copy(&lib, &b.fx.path("libdep.orig"));
+        let soname = "libdep-with-a-much-much-longer-soname-than-before.so.1";
+        edit(&lib, &["--set-soname", soname]);
+        let out = elfpatch().arg("--print-soname").arg(&lib).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), soname);
+        let (ok, out) = run_program(&b.prog);
+        assert!(ok && out.contains("DEP:orig"), "{}: {out}", tc.name);
+        assert_no_new_complaints(&orig, &lib);
+        compare_with_patchelf(&orig, &lib, &["--set-soname", soname]);
+    });
+}
+
+#[test]
+fn long_interpreter_path_is_used() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let interp =
+            String::from_utf8(run_ok(elfpatch().arg("--print-interpreter").arg(&b.prog)).stdout)
+                .unwrap();
+        let interp = interp.trim();
+        let dir = long_dir(&b.fx.path("ld"), 150);
+        let new = dir.join("ld-copy.so");
+        fs::copy(interp, &new).unwrap();
+        let edited = copy(&b.prog, &b.fx.path("prog.interp"));
+        edit(&edited, &["--set-interpreter", new.to_str().unwrap()]);
+        let got =
+            String::from_utf8(run_ok(elfpatch().arg("--print-interpreter").arg(&edited)).stdout)
+                .unwrap();
+        assert_eq!(got.trim(), new.to_str().unwrap());
+        // The copy is used: remove it and the program must fail to start.
+        let (ok, out) = run_program(&edited);
+        assert!(ok && out.contains("DEP:orig"), "{}: {out}", tc.name);
+        fs::remove_file(&new).unwrap();
+        assert!(
+            !run_program(&edited).0,
+            "{}: ran without its interpreter",
+            tc.name
+        );
+        assert_no_new_complaints(&b.prog, &edited);
+    });
+}
+
+#[test]
+fn files_without_section_headers_are_edited() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let bare = copy(&b.prog, &b.fx.path("prog.bare"));
+        strip_section_headers(&bare);
+        assert!(
+            run_program(&bare).0,
+            "{}: sstrip-like copy does not run",
+            tc.name
+        );
+        let printed = run_ok(elfpatch().arg("--print-rpath").arg(&bare));
+        assert_eq!(
+            String::from_utf8_lossy(&printed.stdout).trim(),
+            b.lib_dir.to_str().unwrap()
+        );
+        let long = long_dir(&b.fx.path("bare"), 300);
+        fs::copy(b.lib_dir.join("libdep.so"), long.join("libdep.so")).unwrap();
+        edit(
+            &bare,
+            &[
+                "--set-rpath",
+                long.to_str().unwrap(),
+                "--add-needed",
+                "libm.so.6",
+            ],
+        );
+        fs::remove_file(b.lib_dir.join("libdep.so")).unwrap();
+        let (ok, out) = run_program(&bare);
+        assert!(ok && out.contains("DEP:orig"), "{}: {out}", tc.name);
+        let (okr, _) = (readelf_warnings(&bare), ());
+        assert!(
+            okr.is_empty(),
+            "{}: readelf warns on the edited bare file: {okr:?}",
+            tc.name
+        );
+    });
+}
+
+#[test]
+fn rpath_and_runpath_conversions_follow_patchelf() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let rp_flag = format!("-Wl,-rpath,{}", b.lib_dir.display());
+        let old = b.fx.program(
+            "prog.rpath",
+            &b.lib_dir,
+            &[&rp_flag, "-Wl,--disable-new-dtags"],
+        );
+        let tags = |p: &Path| {
+            dynamic_strings(p)
+                .into_iter()
+                .filter(|(t, _)| t.contains("PATH"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tags(&old)[0].0, "RPATH");
+        let a = copy(&old, &b.fx.path("conv1"));
+        edit(&a, &["--set-rpath", b.lib_dir.to_str().unwrap()]);
+        assert_eq!(
+            tags(&a),
+            vec![("RUNPATH".to_string(), b.lib_dir.display().to_string())]
+        );
+        compare_with_patchelf(&old, &a, &["--set-rpath", b.lib_dir.to_str().unwrap()]);
+        let c = copy(&b.prog, &b.fx.path("conv2"));
+        edit(
+            &c,
+            &["--force-rpath", "--set-rpath", b.lib_dir.to_str().unwrap()],
+        );
+        assert_eq!(
+            tags(&c),
+            vec![("RPATH".to_string(), b.lib_dir.display().to_string())]
+        );
+        assert!(run_program(&c).0);
+        let r = copy(&b.prog, &b.fx.path("conv3"));
+        edit(&r, &["--remove-rpath"]);
+        assert!(tags(&r).is_empty());
+        assert!(!run_program(&r).0, "{}: runs without its RUNPATH", tc.name);
+        for p in [&a, &c, &r] {
+            assert_no_new_complaints(&b.prog, p);
+        }
+    });
+}
+
+#[test]
+fn a_needed_name_merged_into_the_runpath_tail_survives_a_shrink() {
+    // GNU ld merges string tails: with a RUNPATH ending in "/libdep.so", NEEDED "libdep.so"
+    // points into the RUNPATH's bytes. Shrinking the RUNPATH in place must not clobber it.
+    for_each_toolchain(|tc| {
+        let fx = Fixture::new(tc);
+        let dir = fx.path("x/libdep.so");
+        fx.shared_lib(&dir, "libdep.so", "libdep.so", LIB_SRC, "tail");
+        let rp = format!("-Wl,-rpath,{}", dir.display());
+        let prog = fx.program("prog", &dir, &[&rp, "-Wl,--enable-new-dtags"]);
+        let short = fx.path("s");
+        fx.shared_lib(&short, "libdep.so", "libdep.so", LIB_SRC, "short");
+        let edited = copy(&prog, &fx.path("prog.tail"));
+        edit(&edited, &["--set-rpath", short.to_str().unwrap()]);
+        let d = dynamic_strings(&edited);
+        assert!(
+            d.contains(&("NEEDED".to_string(), "libdep.so".to_string())),
+            "{}: NEEDED clobbered: {d:?}",
+            tc.name
+        );
+        let (ok, out) = run_program(&edited);
+        assert!(ok && out.contains("DEP:short"), "{}: {out}", tc.name);
+    });
+}
+
+#[test]
+fn removing_a_versioned_needed_keeps_the_program_loadable() {
+    // patchelf leaves .gnu.version_r naming the removed library, and ld.so then asserts in
+    // _dl_check_map_versions. elfpatch drops the requirement too.
+    let tc = &toolchains()[0];
+    let fx = Fixture::new(tc);
+    let lib_dir = fx.path("lib");
+    // libdep itself needs libm, so libm stays loaded after the program stops naming it.
+    let src =
+        format!("{LIB_SRC}\n#include <math.h>\ndouble dep_cos(double x) {{ return cos(x); }}\n");
+    fs::create_dir_all(&lib_dir).unwrap();
+    let c = fx.path("dep.c");
+    fs::write(&c, src).unwrap();
+    run_ok(
+        Command::new(tc.cc)
+            .args(["-shared", "-fPIC", "-DMARK=\"v\"", "-o"])
+            .arg(lib_dir.join("libdep.so"))
+            .arg(&c)
+            .arg("-lm"),
+    );
+    let rp = format!("-Wl,-rpath,{}", lib_dir.display());
+    let prog = fx.program("prog", &lib_dir, &[&rp, "-Wl,--no-as-needed"]);
+    let edited = copy(&prog, &fx.path("prog.rm"));
+    edit(&edited, &["--remove-needed", "libm.so.6"]);
+    let needed: Vec<_> = dynamic_strings(&edited)
+        .into_iter()
+        .filter(|(t, _)| t == "NEEDED")
+        .map(|x| x.1)
+        .collect();
+    assert!(!needed.contains(&"libm.so.6".to_string()));
+    let vr =
+        String::from_utf8(run_ok(Command::new("readelf").arg("-V").arg(&edited)).stdout).unwrap();
+    assert!(
+        !vr.contains("File: libm.so.6"),
+        "version requirement left behind:\n{vr}"
+    );
+    let (ok, out) = run_program(&edited);
+    assert!(ok && out.contains("DEP:v"), "{out}");
+    assert_no_new_complaints(&prog, &edited);
+}
+
+#[test]
+fn hard_links_keep_their_inode_and_mode() {
+    let tc = &toolchains()[0];
+    let b = build(tc, &[]);
+    let link = b.fx.path("prog.link");
+    fs::hard_link(&b.prog, &link).unwrap();
+    let before = fs::metadata(&b.prog).unwrap();
+    let long = long_dir(&b.fx.path("hl"), 100);
+    edit(&b.prog, &["--set-rpath", long.to_str().unwrap()]);
+    let after = fs::metadata(&b.prog).unwrap();
+    assert_eq!(before.ino(), after.ino());
+    assert_eq!(before.mode(), after.mode());
+    assert_eq!(
+        fs::read(&b.prog).unwrap(),
+        fs::read(&link).unwrap(),
+        "the hard link sees the edit"
+    );
+}
+
+#[test]
+fn output_option_leaves_the_input_untouched() {
+    let tc = &toolchains()[0];
+    let b = build(tc, &[]);
+    let before = fs::read(&b.prog).unwrap();
+    let out = b.fx.path("out/prog.new");
+    fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let long = long_dir(&b.fx.path("o"), 100);
+    fs::copy(b.lib_dir.join("libdep.so"), long.join("libdep.so")).unwrap();
+    run_ok(
+        elfpatch()
+            .args(["--set-rpath", long.to_str().unwrap(), "--output"])
+            .arg(&out)
+            .arg(&b.prog),
+    );
+    assert_eq!(fs::read(&b.prog).unwrap(), before);
+    fs::remove_file(b.lib_dir.join("libdep.so")).unwrap();
+    assert!(run_program(&out).0);
+    // With nothing to change, --output still produces the file (as patchelf does).
+    let out2 = b.fx.path("out/same");
+    run_ok(elfpatch().arg("--output").arg(&out2).arg(&b.prog));
+    assert_eq!(fs::read(&out2).unwrap(), before);
+}
+
+#[test]
+fn symlinks_and_unwritable_files_are_refused_and_left_alone() {
+    let tc = &toolchains()[0];
+    let b = build(tc, &[]);
+    let sl = b.fx.path("prog.sym");
+    std::os::unix::fs::symlink(&b.prog, &sl).unwrap();
+    let before = fs::read(&b.prog).unwrap();
+    let out = elfpatch()
+        .args(["--set-rpath", "/x"])
+        .arg(&sl)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
+    assert_eq!(fs::read(&b.prog).unwrap(), before);
+    // Reading through a symlink is refused too, and says why in one line.
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn an_edit_that_changes_nothing_writes_nothing() {
+    let tc = &toolchains()[0];
+    let b = build(tc, &[]);
+    let t0 = fs::metadata(&b.prog).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    edit(
+        &b.prog,
+        &[
+            "--set-rpath",
+            b.lib_dir.to_str().unwrap(),
+            "--add-needed",
+            "libdep.so",
+        ],
+    );
+    assert_eq!(fs::metadata(&b.prog).unwrap().modified().unwrap(), t0);
+}
