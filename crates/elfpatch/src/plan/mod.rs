@@ -422,7 +422,6 @@ impl<'a> Planner<'a> {
         };
         let mut vn = VerneedEdits::default();
         let mut interp: Option<Vec<u8>> = None;
-        let mut added_needed = 0usize;
         let verneed: &[VerneedEntry] = self
             .t
             .verneed
@@ -507,15 +506,19 @@ impl<'a> Planner<'a> {
                         .iter()
                         .any(|x| x.tag == u64::from(elf::DT_NEEDED) && value_of(&x.val) == *s);
                     if !present {
+                        // After the NEEDED entries this plan added, before everything else.
+                        let at = entries
+                            .iter()
+                            .rposition(|x| x.orig.is_none() && x.tag == u64::from(elf::DT_NEEDED))
+                            .map_or(0, |i| i + 1);
                         entries.insert(
-                            added_needed,
+                            at,
                             Entry {
                                 tag: u64::from(elf::DT_NEEDED),
                                 val: Val::New(s.clone()),
                                 orig: None,
                             },
                         );
-                        added_needed += 1;
                     }
                 }
                 Edit::RemoveNeeded(s) => {
