@@ -345,6 +345,28 @@ enum Room {
 
 impl<'a> Planner<'a> {
     fn new(elf: &'a Elf, t: &'a Tables, opts: &'a Options) -> Result<Self> {
+        // Appending assumes the loader's view is sane: loadable segments sorted and disjoint.
+        let loads: Vec<&Phdr> = elf.loads().collect();
+        for (i, a) in loads.iter().enumerate() {
+            for b in &loads[i + 1..] {
+                if b.p_vaddr < a.p_vaddr {
+                    return Err(Error::refused(format!(
+                        "PT_LOAD at {:#x} follows one at {:#x}: segments are not sorted by address",
+                        b.p_vaddr, a.p_vaddr
+                    )));
+                }
+                if a.p_memsz > 0
+                    && b.p_memsz > 0
+                    && a.p_vaddr < b.vaddr_end()
+                    && b.p_vaddr < a.vaddr_end()
+                {
+                    return Err(Error::refused(format!(
+                        "PT_LOADs at {:#x} and {:#x} overlap in memory",
+                        a.p_vaddr, b.p_vaddr
+                    )));
+                }
+            }
+        }
         Ok(Planner {
             elf,
             t,

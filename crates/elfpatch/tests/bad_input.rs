@@ -1,0 +1,236 @@
+//! Bad input: every malformed file gets a typed error that names it, and stays byte-identical.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use elfpatch::{edit_in_place, Edit, Elf, ErrorKind, Options};
+
+/// A real, small, dynamically linked executable built here, and its bytes.
+fn sample() -> (tempfile::TempDir, Vec<u8>) {
+    let d = tempfile::tempdir().unwrap();
+    let c = d.path().join("m.c");
+    fs::write(
+        &c,
+        "#include <stdio.h>\nint main(void){puts(\"x\");return 0;}\n",
+    )
+    .unwrap();
+    let out = d.path().join("m");
+    common::run_ok(
+        std::process::Command::new("gcc")
+            .arg("-o")
+            .arg(&out)
+            .arg(&c)
+            .arg("-Wl,-rpath,/opt/some/dir"),
+    );
+    let bytes = fs::read(&out).unwrap();
+    (d, bytes)
+}
+
+/// Writes `bytes`, tries a growing edit, and returns the error kind; asserts the file is unchanged.
+fn edit_fails(dir: &Path, name: &str, bytes: &[u8]) -> ErrorKind {
+    let p: PathBuf = dir.join(name);
+    fs::write(&p, bytes).unwrap();
+    let edits = [
+        Edit::SetRunpath(
+            b"/a/directory/that/is/much/longer/than/the/old/one/to/force/growth".to_vec(),
+        ),
+        Edit::AddNeeded(b"libm.so.6".to_vec()),
+    ];
+    let err = edit_in_place(&p, &edits, &Options::default())
+        .expect_err(&format!("{name}: edit should fail"));
+    assert!(
+        err.to_string().contains(p.to_str().unwrap()),
+        "{name}: message does not name the file: {err}"
+    );
+    assert_eq!(
+        err.to_string().lines().count(),
+        1,
+        "{name}: message is not one line: {err}"
+    );
+    assert_eq!(
+        fs::read(&p).unwrap(),
+        bytes,
+        "{name}: file changed after a failed edit"
+    );
+    err.kind()
+}
+
+fn rd(b: &[u8], off: usize, n: usize) -> u64 {
+    (0..n)
+        .rev()
+        .fold(0u64, |a, i| (a << 8) | u64::from(b[off + i]))
+}
+
+fn wr(b: &mut [u8], off: usize, n: usize, v: u64) {
+    for i in 0..n {
+        b[off + i] = (v >> (8 * i)) as u8;
+    }
+}
+
+#[test]
+fn truncation_at_every_header_boundary_is_an_error() {
+    let (d, bytes) = sample();
+    let phoff = rd(&bytes, 0x20, 8) as usize;
+    let phnum = rd(&bytes, 0x38, 2) as usize;
+    let shoff = rd(&bytes, 0x28, 8) as usize;
+    let shnum = rd(&bytes, 0x3c, 2) as usize;
+    let elf = Elf::parse(&bytes).unwrap();
+    let dynamic = elf.dynamic.as_ref().unwrap();
+    let strtab = elf.strtab.as_ref().unwrap();
+    let mut cuts = vec![0, 1, 3, 4, 15, 16, 40, 63];
+    cuts.extend((0..=phnum).map(|i| phoff + i * 56 - usize::from(i > 0)));
+    cuts.extend((0..shnum).map(|i| shoff + i * 64 + 1));
+    cuts.extend([
+        dynamic.offset as usize + 8,
+        strtab.offset as usize + 3,
+        bytes.len() - 1,
+    ]);
+    for cut in cuts {
+        let kind = edit_fails(d.path(), &format!("cut-{cut}"), &bytes[..cut]);
+        assert!(
+            matches!(kind, ErrorKind::NotElf | ErrorKind::Malformed),
+            "cut at {cut}: {kind:?}"
+        );
+    }
+}
+
+#[test]
+fn garbage_program_headers_are_errors() {
+    let (d, bytes) = sample();
+    let phoff = rd(&bytes, 0x20, 8) as usize;
+    let load = (0..rd(&bytes, 0x38, 2) as usize)
+        .map(|i| phoff + i * 56)
+        .find(|&at| rd(&bytes, at, 4) == 1)
+        .unwrap();
+    // A segment past the end of the file.
+    let mut b = bytes.clone();
+    wr(&mut b, load + 32, 8, 1 << 40);
+    assert_eq!(
+        edit_fails(d.path(), "huge-filesz", &b),
+        ErrorKind::Malformed
+    );
+    // p_filesz > p_memsz.
+    let mut b = bytes.clone();
+    let memsz = rd(&b, load + 40, 8);
+    wr(&mut b, load + 40, 8, memsz / 2);
+    assert_eq!(
+        edit_fails(d.path(), "filesz-gt-memsz", &b),
+        ErrorKind::Malformed
+    );
+    // A wrong entry size.
+    let mut b = bytes.clone();
+    wr(&mut b, 0x36, 2, 40);
+    assert_eq!(edit_fails(d.path(), "phentsize", &b), ErrorKind::Malformed);
+    // The table itself past the end of the file.
+    let mut b = bytes.clone();
+    wr(&mut b, 0x20, 8, bytes.len() as u64 - 8);
+    assert_eq!(edit_fails(d.path(), "phoff", &b), ErrorKind::Malformed);
+    // An unknown class byte.
+    let mut b = bytes.clone();
+    b[4] = 7;
+    assert_eq!(edit_fails(d.path(), "class", &b), ErrorKind::NotElf);
+}
+
+#[test]
+fn overlapping_or_unsorted_segments_are_refused() {
+    let (d, bytes) = sample();
+    let phoff = rd(&bytes, 0x20, 8) as usize;
+    let loads: Vec<usize> = (0..rd(&bytes, 0x38, 2) as usize)
+        .map(|i| phoff + i * 56)
+        .filter(|&at| rd(&bytes, at, 4) == 1)
+        .collect();
+    let mut b = bytes.clone();
+    // Make the second PT_LOAD start inside the first one's memory.
+    let first_vaddr = rd(&b, loads[0] + 16, 8);
+    wr(&mut b, loads[1] + 16, 8, first_vaddr + 0x10);
+    assert_eq!(edit_fails(d.path(), "overlap", &b), ErrorKind::Refused);
+    let mut b = bytes.clone();
+    let (a, c) = (rd(&b, loads[1] + 16, 8), rd(&b, loads[2] + 16, 8));
+    wr(&mut b, loads[1] + 16, 8, c + 0x100000);
+    wr(&mut b, loads[2] + 16, 8, a);
+    assert!(matches!(
+        edit_fails(d.path(), "unsorted", &b),
+        ErrorKind::Refused | ErrorKind::Malformed
+    ));
+}
+
+#[test]
+fn string_offsets_outside_the_table_are_errors() {
+    let (d, bytes) = sample();
+    let elf = Elf::parse(&bytes).unwrap();
+    let dynamic = elf.dynamic.as_ref().unwrap();
+    let strsz = elf.strtab.as_ref().unwrap().bytes.len() as u64;
+    let idx = dynamic
+        .entries()
+        .iter()
+        .position(|e| e.tag == 0x1d)
+        .expect("RUNPATH");
+    let at = dynamic.offset as usize + idx * 16 + 8;
+    let mut b = bytes.clone();
+    wr(&mut b, at, 8, strsz + 100);
+    assert_eq!(
+        edit_fails(d.path(), "runpath-offset", &b),
+        ErrorKind::Malformed
+    );
+    // DT_STRSZ pointing past the segment.
+    let sz = dynamic.entries().iter().position(|e| e.tag == 10).unwrap();
+    let mut b = bytes.clone();
+    wr(&mut b, dynamic.offset as usize + sz * 16 + 8, 8, 1 << 30);
+    assert_eq!(edit_fails(d.path(), "strsz", &b), ErrorKind::Malformed);
+    // A dynamic section with no terminator.
+    let mut b = bytes.clone();
+    let cap = dynamic.capacity();
+    for i in 0..cap {
+        let o = dynamic.offset as usize + i * 16;
+        if rd(&b, o, 8) == 0 {
+            wr(&mut b, o, 8, 0x15); // DT_DEBUG
+        }
+    }
+    assert_eq!(edit_fails(d.path(), "no-null", &b), ErrorKind::Malformed);
+}
+
+#[test]
+fn not_elf_and_empty_files_are_named_errors() {
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(edit_fails(d.path(), "empty", b""), ErrorKind::NotElf);
+    assert_eq!(
+        edit_fails(d.path(), "script", b"#!/bin/sh\necho hi\n"),
+        ErrorKind::NotElf
+    );
+    let out = common::elfpatch()
+        .arg("--print-rpath")
+        .arg(d.path().join("script"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "not-ELF exit status");
+    let out = common::elfpatch()
+        .arg("--print-rpath")
+        .arg(d.path().join("missing"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "I/O exit status");
+    let out = common::elfpatch()
+        .arg("--bogus")
+        .arg(d.path().join("script"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "usage exit status");
+}
+
+#[test]
+fn read_only_files_are_reported_before_anything_happens() {
+    use std::os::unix::fs::PermissionsExt;
+    let (d, bytes) = sample();
+    let p = d.path().join("ro");
+    fs::write(&p, &bytes).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o555)).unwrap();
+    let r = edit_in_place(&p, &[Edit::SetRunpath(b"/x".to_vec())], &Options::default());
+    // root may write anyway; otherwise the error is an I/O error naming the file.
+    if let Err(e) = r {
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert!(e.to_string().contains("ro"));
+        assert_eq!(fs::read(&p).unwrap(), bytes);
+    }
+}
