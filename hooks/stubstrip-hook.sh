@@ -16,6 +16,9 @@
 #                               refused (stdout carries --print-removed)
 #   dontStubstripCheckFallback  non-empty: do not put the removed stub
 #                               directories on LD_LIBRARY_PATH after fixup
+#                               (not done either when the driver link or the
+#                               --compat directory holds a libcuda.so.1, as in a
+#                               GPU-enabled sandbox: the stub would shadow it)
 # Like the rest of stdenv, "non-empty" means set: "0" and "false" count as set.
 #
 # Function for manual use, e.g. after calling `autoPatchelf` by hand:
@@ -121,7 +124,8 @@ _stubstripAddCheckFallback() {
 # stubstripFixup PATH...
 # Replaces stub RUNPATH entries under PATH... with the driver link (one
 # stubstrip process), fails if a stub entry survives, and applies the check
-# fallback unless dontStubstripCheckFallback is set.
+# fallback unless dontStubstripCheckFallback is set or the driver link (or
+# the --compat directory) already provides libcuda.so.1.
 stubstripFixup() {
   if (($# == 0)); then
     "$_stubstripErrorFn" "usage: stubstripFixup PATH..."
@@ -130,7 +134,7 @@ stubstripFixup() {
 
   local -a userFlags=() fixFlags=() checkFlags=()
   _stubstripReadFlags userFlags
-  local flag haveDriverLink=
+  local flag driverLink=$_stubstripDriverLink haveDriverLink='' compat=''
   local -i i
   for ((i = 0; i < ${#userFlags[@]}; i++)); do
     flag=${userFlags[i]}
@@ -150,12 +154,22 @@ stubstripFixup() {
         i+=1
         ;;
       --driver-link | --compat)
-        [[ $flag == --driver-link ]] && haveDriverLink=1
+        if [[ $flag == --driver-link ]]; then
+          haveDriverLink=1
+          driverLink=${userFlags[i + 1]-}
+        else
+          compat=${userFlags[i + 1]-}
+        fi
         fixFlags+=("$flag" "${userFlags[i + 1]-}")
         i+=1
         ;;
       --driver-link=*)
         haveDriverLink=1
+        driverLink=${flag#*=}
+        fixFlags+=("$flag")
+        ;;
+      --compat=*)
+        compat=${flag#*=}
         fixFlags+=("$flag")
         ;;
       *) fixFlags+=("$flag") ;;
@@ -191,12 +205,20 @@ stubstripFixup() {
       ;;
   esac
 
-  if [[ -n $removed && -z ${dontStubstripCheckFallback-} ]]; then
-    local -a added=()
-    _stubstripAddCheckFallback "$removed" added
-    if ((${#added[@]})); then
-      "$_stubstripLogFn" "appended to LD_LIBRARY_PATH for the checks after fixup: ${added[*]}"
+  if [[ -z $removed || -n ${dontStubstripCheckFallback-} ]]; then
+    return 0
+  fi
+  local dir
+  for dir in ${compat:+"$compat"} "$driverLink"; do
+    if [[ -e $dir/libcuda.so.1 ]]; then
+      "$_stubstripLogFn" "$dir provides libcuda.so.1 here: LD_LIBRARY_PATH left as it is"
+      return 0
     fi
+  done
+  local -a added=()
+  _stubstripAddCheckFallback "$removed" added
+  if ((${#added[@]})); then
+    "$_stubstripLogFn" "appended to LD_LIBRARY_PATH for the checks after fixup: ${added[*]}"
   fi
   return 0
 }

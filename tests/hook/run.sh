@@ -397,6 +397,36 @@ fallbackCase() { # MODE
   countIs "import outside the build, without a driver, exit status" "$status" 1
 }
 
+# Where the build can see a driver (a GPU-enabled sandbox), the fallback
+# stays off: the stub would shadow the driver the fixed RUNPATH finds.
+fallbackDriverCase() { # MODE
+  newDrv "fallback-driver-present-$1" "$1"
+  list nativeBuildInputs "$APH" "$SSH" "$ICH"
+  list importsCheck "$D/lib/lib/libcudafake.so"
+  buildOk
+  countIs "imports answered by the driver" "$(grep -cF "import-check: loaded $D/lib/lib/libcudafake.so, cuInit=0" "$D/log")" 1
+  logHas "$DRIVER provides libcuda.so.1 here: LD_LIBRARY_PATH left as it is"
+  logLacks "appended to LD_LIBRARY_PATH"
+}
+
+# The same with a cuda_compat directory (--compat in stubstripFlags) that
+# holds libcuda.so.1 and no driver: it replaces the stub in place, before
+# the driver link, and answers the import.
+test_fallback_compat_present() {
+  local compat=$WORK/nix/store/5x2kq9r8m1vwd5zj3hf6n0bsp4lgcy8a-cuda_compat-12.8/compat
+  mkdir -p "$compat" && cp "$DRIVER/libcuda.so.1" "$compat/"
+  newDrv fallback-compat-present new
+  envAttr STUBSTRIP_DRIVER_LINK "$NODRIVER"
+  list nativeBuildInputs "$APH" "$SSH" "$ICH"
+  list importsCheck "$D/lib/lib/libcudafake.so"
+  list stubstripFlags --compat "$compat"
+  buildOk
+  runpathIs "$D/lib/lib/libcudafake.so" "$compat:$NODRIVER"
+  countIs "imports answered by compat" "$(grep -cF "import-check: loaded $D/lib/lib/libcudafake.so, cuInit=0" "$D/log")" 1
+  logHas "$compat provides libcuda.so.1 here"
+  logLacks "appended to LD_LIBRARY_PATH"
+}
+
 # dontStubstripCheckFallback: the same import check fails.
 fallbackOffCase() { # MODE
   newDrv "fallback-off-$1" "$1"
@@ -565,10 +595,10 @@ for mode in old new structured; do
 done
 for mode in old new structured; do
   tests+=("dontStubstripCase $mode" "onceCase $mode" "fixFailsCase $mode" "checkCase $mode" "fallbackCase $mode"
-    "fallbackOffCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
+    "fallbackOffCase $mode" "fallbackDriverCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
     "flagsCase $mode" "quietCase $mode")
 done
-tests+=(test_control_phases_override_needs_preFixup_registration
+tests+=(test_fallback_compat_present test_control_phases_override_needs_preFixup_registration
   test_substituted_hook test_control_flags_vendor_dir_is_not_a_stub test_flags_driver_link_override
   test_flags_json_refused)
 
