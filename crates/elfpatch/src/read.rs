@@ -154,8 +154,7 @@ impl Elf {
     /// Parses the headers of an ELF file from any [`Source`], reading only what it needs.
     pub fn read<S: Source + ?Sized>(src: &S) -> Result<Elf> {
         let file_len = src.len();
-        let format = read_format(src)?;
-        let ehdr = read_range(src, 0, format.ehdr_size() as u64, "ELF header")?;
+        let (format, ehdr) = read_format(src)?;
         let header = format.decode_header(&ehdr);
         if header.e_version != 1 && header.ident[6] != 1 {
             return Err(Error::malformed(6, "unknown ELF version"));
@@ -346,47 +345,45 @@ pub fn tag_name(tag: u64) -> String {
     name.to_string()
 }
 
-fn read_format<S: Source + ?Sized>(src: &S) -> Result<Format> {
-    if src.len() < 4 {
-        return Err(Error::NotElf {
-            path: Default::default(),
-            what: format!("{} bytes long", src.len()),
-        });
-    }
-    let mut magic = [0u8; 4];
-    src.read_exact_at(0, &mut magic).map_err(|e| Error::Io {
+/// Reads the identification bytes and the file header in one read.
+fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
+    let not_elf = |what: String| Error::NotElf {
         path: Default::default(),
-        op: "read",
-        source: e,
-    })?;
-    if magic != elf::ELFMAG {
-        return Err(Error::NotElf {
-            path: Default::default(),
-            what: format!("starts with {magic:02x?}"),
-        });
+        what,
+    };
+    let n = src.len().min(64);
+    if n < 4 {
+        return Err(not_elf(format!("{} bytes long", src.len())));
     }
-    let ident = read_range(src, 0, 16, "ELF identification")?;
-    let class = match ident[4] {
+    let head = read_range(src, 0, n, "ELF header")?;
+    if head[..4] != elf::ELFMAG {
+        return Err(not_elf(format!("starts with {:02x?}", &head[..4])));
+    }
+    let truncated = |needed: usize| Error::Truncated {
+        path: Default::default(),
+        what: "ELF header".into(),
+        offset: 0,
+        needed: needed as u64,
+        file_len: src.len(),
+    };
+    if head.len() < 16 {
+        return Err(truncated(16));
+    }
+    let class = match head[4] {
         elf::ELFCLASS32 => Class::Elf32,
         elf::ELFCLASS64 => Class::Elf64,
-        c => {
-            return Err(Error::NotElf {
-                path: Default::default(),
-                what: format!("unknown class {c}"),
-            })
-        }
+        c => return Err(not_elf(format!("unknown class {c}"))),
     };
-    let endian = match ident[5] {
+    let endian = match head[5] {
         elf::ELFDATA2LSB => Endian::Little,
         elf::ELFDATA2MSB => Endian::Big,
-        d => {
-            return Err(Error::NotElf {
-                path: Default::default(),
-                what: format!("unknown data encoding {d}"),
-            })
-        }
+        d => return Err(not_elf(format!("unknown data encoding {d}"))),
     };
-    Ok(Format { class, endian })
+    let f = Format { class, endian };
+    if head.len() < f.ehdr_size() {
+        return Err(truncated(f.ehdr_size()));
+    }
+    Ok((f, head))
 }
 
 /// Reads the section headers and returns them with the real program header count (which lives in
@@ -416,8 +413,14 @@ fn read_sections<S: Source + ?Sized>(
             ),
         ));
     }
-    let first = read_range(src, h.e_shoff, f.shdr_size() as u64, "section header 0")?;
-    let sh0 = f.decode_shdr(&first);
+    // The count is in e_shnum, or (when that is 0) in section 0's sh_size: read section 0 on its
+    // own only when one of the escape values says so.
+    let sh0 = if h.e_shnum == 0 || h.e_phnum == elf::PN_XNUM || h.e_shstrndx == elf::SHN_XINDEX {
+        let first = read_range(src, h.e_shoff, f.shdr_size() as u64, "section header 0")?;
+        f.decode_shdr(&first)
+    } else {
+        Shdr::default()
+    };
     let shnum = if h.e_shnum == 0 {
         sh0.sh_size
     } else {

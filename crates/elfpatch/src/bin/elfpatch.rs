@@ -13,7 +13,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use elfpatch::{edit_in_place, edit_to, Edit, Elf, ElfFile, ErrorKind, Options};
+use elfpatch::{edit_to, Edit, Elf, ElfFile, ErrorKind, Options};
 
 const USAGE: &str = "\
 usage: elfpatch [OPTIONS] FILE...
@@ -250,8 +250,30 @@ fn line(out: &mut impl std::io::Write, s: &[u8]) {
     let _ = out.write_all(b"\n");
 }
 
+impl Args {
+    /// Whether the command line asks for any change.
+    fn edits_something(&self) -> bool {
+        self.set_interpreter.is_some()
+            || self.set_soname.is_some()
+            || self.set_rpath.is_some()
+            || self.add_rpath.is_some()
+            || self.remove_rpath
+            || self.shrink_rpath
+            || !self.add_needed.is_empty()
+            || !self.remove_needed.is_empty()
+            || !self.replace_needed.is_empty()
+    }
+}
+
 fn process(a: &Args, path: &Path) -> Result<(), elfpatch::Error> {
-    let file = ElfFile::open(path)?;
+    // One open and one parse per file: for reading and writing when the file will be edited in
+    // place (an unwritable file is then reported before anything is printed or planned).
+    let in_place = a.output.is_none() && a.edits_something();
+    let file = if in_place {
+        ElfFile::open_rw(path)?
+    } else {
+        ElfFile::open(path)?
+    };
     let e = file.elf();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -314,10 +336,7 @@ fn process(a: &Args, path: &Path) -> Result<(), elfpatch::Error> {
     let outcome = match &a.output {
         Some(o) => edit_to(path, o, &edits, &opts)?,
         None if edits.is_empty() => return Ok(()),
-        None => {
-            drop(file);
-            edit_in_place(path, &edits, &opts)?
-        }
+        None => file.edit(&edits, &opts)?,
     };
     if a.debug {
         eprintln!(
