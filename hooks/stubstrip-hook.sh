@@ -23,8 +23,14 @@
 #
 # Function for manual use, e.g. after calling `autoPatchelf` by hand:
 #   stubstripFixup PATH...      fix, check and fallback on the given paths
-#                               (ignores dontStubstrip, which only governs the
+#                               (the fallback holds from then on; ignores
+#                               dontStubstrip, which only governs the
 #                               automatic run)
+#
+# Failures. The build fails if `stubstrip fix` fails (a usage error, say),
+# and if `stubstrip check` then finds a stub entry left (it names each file
+# and entry). Files the fix could not rewrite (exit 3, named on stderr) are
+# tolerated only as far as the check finds no stub entry in them.
 #
 # Order. autoPatchelfHook and autoAddDriverRunpath append to postFixupHooks
 # when they are sourced, and autoPatchelfHook rebuilds RUNPATH from scratch,
