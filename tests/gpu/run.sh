@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: the proof on a real GPU, with NVIDIA's own stub.
+#
+# 1. builds with nvcc a shared library with a CUDA kernel (a vector add checked on the host) and an
+#    executable linking it, both linked against the driver API through NVIDIA's stub libcuda, the
+#    stub copied into a directory shaped like a Nix store stubs output (with the libcuda.so.1 link
+#    nixpkgs' cuda_cudart adds), that directory in RUNPATH as a Nix build leaves it;
+# 2. runs it (LD_LIBRARY_PATH unset for every run: it is searched before RUNPATH and would hide the
+#    problem) and shows cuInit failing with CUDA_ERROR_STUB_LIBRARY (34);
+# 3. runs `stubstrip fix --driver-link DIR` (DIR links to the real libcuda.so.1, as
+#    /run/opengl-driver/lib does on NixOS), shows readelf -d before and after, `stubstrip check`,
+#    and the program finding the GPU and computing the right answer;
+# 4. does the same through the setup hook itself: a derivation built by the tests/hook emulation
+#    of stdenv, with an autoPatchelf-like hook that writes the stub directory into RUNPATH and the
+#    stubstrip hook (substituted as makeSetupHook would) replacing it;
+# 5. prints `N passed, M failed` (exit status 1 if any failed).
+#
+# Needs: nvcc, NVIDIA's stubs, a driver, readelf, and release builds of stubstrip and elfpatch
+# (STUBSTRIP / ELFPATCH, default target/release/*: build them elsewhere and carry them; nothing is
+# installed). elfpatch also stands in for patchelf where the machine has none (it takes patchelf's
+# command line). The log is also written to $OUT/gpu-run.log when OUT is set.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+STUBSTRIP=${STUBSTRIP:-$ROOT/target/release/stubstrip}
+ELFPATCH=${ELFPATCH:-$ROOT/target/release/elfpatch}
+if [[ -n ${OUT-} && -d ${OUT-} ]]; then
+  exec > >(tee "$OUT/gpu-run.log") 2>&1
+fi
+
+pass=0 failed=0
+check() { # DESCRIPTION COMMAND...
+  local desc=$1
+  shift
+  if "$@"; then
+    pass=$((pass + 1))
+    echo "PASS: $desc"
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $desc"
+  fi
+}
+die() {
+  echo "gpu/run.sh: $*"
+  echo "$pass passed, $((failed + 1)) failed"
+  exit 1
+}
+section() { printf '\n==== %s\n' "$*"; }
+
+######################################################################
+# What this machine has.
+
+origLdPath=${LD_LIBRARY_PATH-}
+unset LD_LIBRARY_PATH
+[[ -x $STUBSTRIP ]] || die "no stubstrip binary at $STUBSTRIP (set STUBSTRIP)"
+[[ -x $ELFPATCH ]] || die "no elfpatch binary at $ELFPATCH (set ELFPATCH)"
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+[[ -x $nvcc ]] || die "no nvcc"
+cudaRoot=$(cd "$(dirname "$nvcc")/.." && pwd)
+stub=
+for d in "$cudaRoot/lib64/stubs" "$cudaRoot/targets/x86_64-linux/lib/stubs" "$cudaRoot/lib/stubs"; do
+  if [[ -f $d/libcuda.so ]]; then stub=$d/libcuda.so && break; fi
+done
+[[ -n $stub ]] || die "no NVIDIA stub libcuda.so under $cudaRoot"
+driverDir=
+IFS=: read -r -a ldDirs <<<"$origLdPath"
+for d in "${ldDirs[@]}" /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
+  [[ -n $d && $d != *stubs* && -e $d/libcuda.so.1 ]] || continue
+  driverDir=$d
+  break
+done
+[[ -n $driverDir ]] || die "no directory with the driver's libcuda.so.1"
+
+section "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi unavailable)"
+"$nvcc" --version | tail -n 2
+echo "NVIDIA stub: $stub ($(stat -c %s "$stub") bytes, SONAME $(readelf -d "$stub" | sed -n 's/.*soname: \[\(.*\)\]/\1/p'))"
+echo "driver:      $(readlink -f "$driverDir/libcuda.so.1")"
+echo "stubstrip:   $("$STUBSTRIP" --version)"
+
+######################################################################
+# A Nix-store-shaped stubs output with NVIDIA's stub, and a driver link.
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-gpu.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+stubPkg=$W/nix/store/0k7c9m2xvq1dbz4h8s5pyj3wnf6rl0ga-cuda_cudart-13.0-stubs
+stubDir=$stubPkg/lib
+driverLink=$W/run/opengl-driver/lib
+mkdir -p "$stubDir" "$driverLink" "$W/build" "$W/cli/bin" "$W/cli/lib" "$W/tools"
+cp "$stub" "$stubDir/libcuda.so"
+ln -s libcuda.so "$stubDir/libcuda.so.1" # what nixpkgs' cuda_cudart adds, and what makes the stub load
+# As on NixOS, the driver link holds (links to) the driver's libraries.
+for f in "$driverDir"/libcuda.so* "$driverDir"/libnvidia*.so*; do
+  [[ -e $f ]] && ln -s "$f" "$driverLink/"
+done
+# The autoPatchelf emulation calls patchelf; elfpatch takes the same command line.
+command -v patchelf >/dev/null || ln -s "$ELFPATCH" "$W/tools/patchelf"
+export PATH=$W/tools:$PATH
+
+######################################################################
+# Build.
+
+section "build with nvcc, against NVIDIA's stub"
+archFlags=(-arch=native)
+if ! "$nvcc" "${archFlags[@]}" -o "$W/probe" -x cu - <<<'int main(){return 0;}' 2>/dev/null; then
+  archFlags=(-gencode "arch=compute_90,code=sm_90" -gencode "arch=compute_90,code=compute_90")
+fi
+echo "arch flags: ${archFlags[*]}"
+buildAll() { # DIR LIBRPATH EXERPATH (empty: no RUNPATH, as a build leaves files before fixup)
+  local dir=$1 librp=() exerp=()
+  [[ -n $2 ]] && librp=(-Xlinker --enable-new-dtags -Xlinker "-rpath=$2")
+  [[ -n $3 ]] && exerp=(-Xlinker --enable-new-dtags -Xlinker "-rpath=$3")
+  "$nvcc" "${archFlags[@]}" -shared -Xcompiler -fPIC -o "$dir/lib/libvecadd.so" "$HERE/vecadd.cu" \
+    -L"$stubDir" -lcuda "${librp[@]}" &&
+    "$nvcc" "${archFlags[@]}" -o "$dir/bin/app" "$HERE/app.c" -L"$dir/lib" -lvecadd -L"$stubDir" -lcuda "${exerp[@]}"
+}
+mkdir -p "$W/build/bin" "$W/build/lib"
+check "nvcc builds the library and the executable (no RUNPATH, as before fixup)" buildAll "$W/build" "" ""
+check "nvcc builds them with the stub directory in RUNPATH, as a Nix build leaves them" \
+  buildAll "$W/cli" "$stubDir:/nix/store/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-gcc-14-lib/lib" "$W/cli/lib:$stubDir"
+
+runApp() { # FILE EXPECTED-STATUS PATTERN: runs FILE without LD_LIBRARY_PATH
+  local out status=0
+  out=$(env -u LD_LIBRARY_PATH "$1" 2>&1) || status=$?
+  printf '%s\n' "$out" | sed 's/^/    | /'
+  [[ $status == "$2" ]] && grep -q -- "$3" <<<"$out"
+}
+runpaths() { for f in "$@"; do printf '    %-28s %s\n' "${f#"$W"/}" "$(readelf -d "$f" | sed -n 's/.*(RUNPATH) *//p')"; done; }
+noStubs() { for f in "$@"; do ! readelf -d "$f" | grep -q 'stubs'; done; }
+hasDriverLink() { for f in "$@"; do readelf -d "$f" | grep -q "RUNPATH.*$driverLink"; done; }
+
+######################################################################
+section "through the CLI"
+cliFiles=("$W/cli/bin/app" "$W/cli/lib/libvecadd.so")
+echo "readelf -d, before:"
+runpaths "${cliFiles[@]}"
+check "before: the program loads NVIDIA's stub and cuInit fails with CUDA_ERROR_STUB_LIBRARY (34)" \
+  runApp "$W/cli/bin/app" 34 "CUDA_ERROR_STUB_LIBRARY"
+fixOut=$("$STUBSTRIP" fix -v --driver-link "$driverLink" "$W/cli" 2>&1)
+printf '%s\n' "$fixOut" | sed "s|$W|\$W|g; s/^/    | /"
+check "stubstrip fix rewrites the library and the executable" grep -q "2 of 2 ELF files rewritten, 2 stub entries replaced" <<<"$fixOut"
+echo "readelf -d, after:"
+runpaths "${cliFiles[@]}"
+fixedOk() { noStubs "$@" && hasDriverLink "$@"; }
+check "after: no stub entry, the driver link in its place" fixedOk "${cliFiles[@]}"
+check "stubstrip check passes" "$STUBSTRIP" check "$W/cli"
+check "after: the program finds the GPU and computes the right answer" \
+  runApp "$W/cli/bin/app" 0 "vector add: OK"
+again=$("$STUBSTRIP" fix --driver-link "$driverLink" "$W/cli" 2>&1)
+check "a second stubstrip fix rewrites nothing" grep -q "0 of 2 ELF files rewritten" <<<"$again"
+
+######################################################################
+section "through the setup hook (tests/hook's stdenv emulation)"
+pkgs=$W/pkgs
+mkdir -p "$pkgs/stubstrip-hook/nix-support" "$pkgs/auto-patchelf-hook/nix-support"
+# What makeSetupHook does with nix/hook.nix's substitutions.
+sed -e "s|@stubstrip@|$STUBSTRIP|g" -e "s|@driverLink@|$driverLink|g" \
+  "$ROOT/hooks/stubstrip-hook.sh" >"$pkgs/stubstrip-hook/nix-support/setup-hook"
+cp "$ROOT/tests/hook/hooks/auto-patchelf-hook.sh" "$pkgs/auto-patchelf-hook/nix-support/setup-hook"
+drvDir=$W/drv
+out=$drvDir/out
+mkdir -p "$drvDir/tmp"
+cat >"$drvDir/drv.sh" <<EOF
+stdenvFlavour=new
+__structuredAttrs=
+outputs=out
+out=$out
+export out
+# The stubstrip hook is listed BEFORE autoPatchelfHook: it must still run after it.
+nativeBuildInputs="$pkgs/stubstrip-hook $pkgs/auto-patchelf-hook"
+buildInputs=$stubPkg
+installPhase='mkdir -p \$out/bin \$out/lib && cp $W/build/bin/app \$out/bin/ && cp $W/build/lib/libvecadd.so \$out/lib/'
+doInstallCheck=1
+postInstallCheck='echo "installCheck: running \$out/bin/app" && \$out/bin/app'
+export TMPDIR=$drvDir/tmp
+EOF
+buildLog=$drvDir/log
+if (cd "$drvDir" && env -i PATH="$PATH" HOME="$drvDir" bash "$ROOT/tests/hook/lib/builder.sh" "$drvDir/drv.sh" >"$buildLog" 2>&1); then
+  built=true
+else
+  built=false
+fi
+sed "s|$W|\$W|g; s/^/    | /" "$buildLog"
+check "the derivation builds" $built
+check "autoPatchelf wrote the stub directory into RUNPATH" grep -q "autoPatchelf: setting RUNPATH of .*$stubDir" "$buildLog"
+check "the hook ran stubstrip after it" grep -q "ELF files rewritten, 2 stub entries replaced" "$buildLog"
+echo "readelf -d of the output:"
+runpaths "$out/bin/app" "$out/lib/libvecadd.so"
+check "the output has the driver link and no stub entry" fixedOk "$out/bin/app" "$out/lib/libvecadd.so"
+check "installCheck inside the build ran on the GPU" grep -q "vector add: OK" "$buildLog"
+check "the hook-built program finds the GPU and computes the right answer" runApp "$out/bin/app" 0 "vector add: OK"
+
+echo
+echo "$pass passed, $failed failed"
+((failed == 0))
