@@ -1,10 +1,16 @@
-/* The executable: asks the library for the GPU, then for a checked vector add. */
+/* The executable: uses the driver API itself, then asks the library for the GPU and for a checked
+   vector add. */
+#include <cuda.h>
 #include <stdio.h>
 
 int gpu_describe(char *name, int len, int *count);
 int vecadd_check(int n);
 
 int main(void) {
+    int version = 0;
+    /* Answered by whichever libcuda.so.1 the loader found: the stub answers too. */
+    cuDriverGetVersion(&version);
+    printf("libcuda driver API version: %d\n", version);
     char name[256] = "";
     int count = 0;
     int r = gpu_describe(name, sizeof name, &count);
