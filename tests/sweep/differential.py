@@ -17,6 +17,7 @@ import argparse
 import concurrent.futures as cf
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -63,7 +64,7 @@ def outcome(ed_path, args, target, timeout):
         try:
             e = elfmini.read(target)
             return {"ok": True, "dyn": e.dynamic_normalized(), "interp": e.interp(),
-                    "changed": sha256(target) != h0}
+                    "verneed": e.verneed(), "changed": sha256(target) != h0}
         except elfmini.ElfError as ex:
             return {"ok": True, "dyn": None, "error": "unreadable result: %s" % ex}
     msg = (err.strip() or out.strip()).replace(target, "FILE")
@@ -77,6 +78,8 @@ def describe(a, b, name_a, name_b):
     parts = []
     if a["interp"] != b["interp"]:
         parts.append("PT_INTERP %r vs %r" % (a["interp"], b["interp"]))
+    if a["verneed"] != b["verneed"]:
+        parts.append("version needs %s vs %s" % (clip(str(a["verneed"]), 150), clip(str(b["verneed"]), 150)))
     da, db = a["dyn"] or [], b["dyn"] or []
     if da != db:
         ca, cb = Counter(da), Counter(db)
@@ -131,9 +134,11 @@ def diff_file(task):
             elif a["ok"]:
                 r["result"] = "only-" + na
                 r["message_" + nb] = b["message"]
+                r["noop"] = not a.get("changed")
             elif b["ok"]:
                 r["result"] = "only-" + nb
                 r["message_" + na] = a["message"]
+                r["noop"] = not b.get("changed")
             else:
                 r["result"] = "both-failed"
                 r["message_" + na] = a["message"]
@@ -192,7 +197,9 @@ def main(argv=None):
                 diffs.append((r["file"], op, o["difference"]))
             elif o["result"].startswith("only-"):
                 other = nb if o["result"] == "only-" + na else na
-                only[(o["result"], op, o.get("message_" + other, ""))] += 1
+                msg = re.sub(r"0x[0-9a-fA-F]+|\b\d+\b", "#", o.get("message_" + other, ""))
+                who = o["result"] + (" (no-op)" if o.get("noop") else "")
+                only[(who, op, msg)] += 1
     skipped = Counter(r["skip"].split(":")[0] for r in results if "skip" in r)
     cols = ["agree", "agree-noop", "differ", "only-" + na, "only-" + nb, "both-failed"]
     log("")
@@ -206,9 +213,10 @@ def main(argv=None):
         log("files skipped: " + ", ".join("%d %s" % (n, k) for k, n in skipped.items()))
     if only:
         log("")
-        log("-- one editor succeeded, the other did not (count, who succeeded, op, the other's message)")
+        log("-- one editor succeeded, the other did not (count, who succeeded — '(no-op)': exit 0 but the file"
+            " is unchanged —, op, the other's message with numbers as #)")
         for (who, op, msg), n in only.most_common():
-            log("%6d  %-14s %-16s %s" % (n, who, op, msg))
+            log("%6d  %-24s %-16s %s" % (n, who, op, msg))
     if diffs:
         log("")
         log("-- differences (%d; first %d)" % (len(diffs), min(len(diffs), args.show)))
