@@ -23,7 +23,7 @@ pub mod strings;
 use object::elf;
 
 use crate::error::{Error, Result};
-use crate::format::{Dyn, Format, Header, Phdr, Shdr};
+use crate::format::{Dyn, Format, Phdr, Shdr};
 use crate::read::{is_string_tag, Elf};
 use crate::refs::{Region, Tables, VerneedEntry};
 use strings::{Placement, Request};
@@ -900,7 +900,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             ));
         }
         let placed = match &layout {
-            Some((mode, base)) => Some(self.p.place(*mode, *base, &mut items)?),
+            Some((_, base)) => Some(self.p.place(*base, &mut items)?),
             None => None,
         };
         let item = |k: ItemKind| items.iter().find(|i| i.kind == k).cloned();
@@ -1390,7 +1390,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         for (s, en) in dead {
             self.push(s, Data::Zero, en - s, Phase::Cleanup, "unreferenced bytes");
         }
-        if let Some(b) = block {
+        if block.is_some() {
             // Garbage strings inside the moved copy were zeroed before the commit.
             if !strtab_grows && e.strtab.is_some() && in_block(st.offset).is_some() {
                 for (s, en) in &alloc.garbage {
@@ -1404,7 +1404,6 @@ impl<'p, 'a> Builder<'p, 'a> {
                     });
                 }
             }
-            let _ = b;
         }
         if !e.sections.is_empty() {
             let shoff = e.header.e_shoff;
@@ -1712,7 +1711,7 @@ impl Planner<'_> {
     }
 
     /// Lays out the items from `base`, filling in their offsets and addresses.
-    fn place(&self, mode: Mode, base: Base, items: &mut [Item]) -> Result<Placed> {
+    fn place(&self, base: Base, items: &mut [Item]) -> Result<Placed> {
         let (o0, v0, align) = base;
         let bias = v0.wrapping_sub(o0);
         let mut cur = o0;
@@ -1733,7 +1732,6 @@ impl Planner<'_> {
                 "the appended segment would not fit in the address space",
             ));
         }
-        let _ = mode;
         Ok(Placed {
             offset: o0,
             vaddr: v0,
@@ -2006,9 +2004,4 @@ impl Planner<'_> {
         }
         out
     }
-}
-
-#[allow(dead_code)]
-fn header_changed(a: &Header, b: &Header) -> bool {
-    a != b
 }
