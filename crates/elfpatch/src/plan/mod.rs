@@ -131,6 +131,9 @@ pub struct SectionMove {
     pub old_size: u64,
     /// New address minus old address (wrapping).
     pub delta: u64,
+    /// Whether an absolute symbol (`SHN_ABS`) at exactly the old start follows too: some targets
+    /// (riscv64, s390x) define `_DYNAMIC` that way rather than relative to `.dynamic`.
+    pub absolute_start: bool,
 }
 
 /// Symbol values to adjust after sections moved (done by the applier, which must read the table).
@@ -229,7 +232,14 @@ pub fn symbol_fixup_writes(f: Format, table: &[u8], moves: &[SectionMove]) -> Ve
     let mut out = Vec::new();
     for (i, chunk) in table.chunks_exact(size).enumerate() {
         let s = f.decode_sym(chunk);
-        let Some(m) = moves.iter().find(|m| m.shndx == s.st_shndx) else {
+        let m = if s.st_shndx == elf::SHN_ABS {
+            moves
+                .iter()
+                .find(|m| m.absolute_start && m.old_addr == s.st_value)
+        } else {
+            moves.iter().find(|m| m.shndx == s.st_shndx)
+        };
+        let Some(m) = m else {
             continue;
         };
         // Only values that pointed into (or just past) the old section move.
@@ -1161,19 +1171,23 @@ impl<'p, 'a> Builder<'p, 'a> {
         // Sections follow their contents.
         let mut shdrs: Vec<Shdr> = e.sections.iter().map(|s| s.shdr).collect();
         let mut moves: Vec<SectionMove> = Vec::new();
+        // A section can move twice in one plan (with the block, then on its own): symbols follow
+        // the composition, from the original address.
         let note_move = |shdrs: &mut Vec<Shdr>,
                          i: usize,
                          off: u64,
                          addr: u64,
                          size: u64,
                          moves: &mut Vec<SectionMove>| {
-            let old = shdrs[i];
-            if old.sh_addr != addr {
+            let orig = e.sections[i].shdr;
+            moves.retain(|m| m.shndx != i as u16);
+            if orig.sh_addr != addr {
                 moves.push(SectionMove {
                     shndx: i as u16,
-                    old_addr: old.sh_addr,
-                    old_size: old.sh_size,
-                    delta: addr.wrapping_sub(old.sh_addr),
+                    old_addr: orig.sh_addr,
+                    old_size: orig.sh_size,
+                    delta: addr.wrapping_sub(orig.sh_addr),
+                    absolute_start: orig.sh_type == elf::SHT_DYNAMIC,
                 });
             }
             shdrs[i].sh_offset = off;
