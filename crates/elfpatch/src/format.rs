@@ -172,6 +172,8 @@ pub struct Sym {
     pub st_value: u64,
     /// Index of the section the symbol is defined in.
     pub st_shndx: u16,
+    /// Size of the object or function.
+    pub st_size: u64,
 }
 
 fn ob(e: Endian) -> Endianness {
@@ -559,6 +561,7 @@ impl Format {
                     st_name: s.st_name.get(e),
                     st_value: s.st_value.get(e).into(),
                     st_shndx: s.st_shndx.get(e),
+                    st_size: s.st_size.get(e).into(),
                 }
             }
             Class::Elf64 => {
@@ -567,6 +570,7 @@ impl Format {
                     st_name: s.st_name.get(e),
                     st_value: s.st_value.get(e),
                     st_shndx: s.st_shndx.get(e),
+                    st_size: s.st_size.get(e),
                 }
             }
         }

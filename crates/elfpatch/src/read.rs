@@ -544,6 +544,18 @@ fn read_dynamic<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Dynamic>>
             "more than one PT_DYNAMIC",
         ));
     }
+    // Separate debug-info files keep the program headers but not the contents: their .dynamic
+    // is SHT_NOBITS, and whatever lies at p_offset is something else.
+    if e.sections.iter().any(|s| {
+        s.shdr.sh_type == elf::SHT_NOBITS
+            && s.shdr.is_alloc()
+            && s.shdr.sh_addr == p.p_vaddr
+            && s.shdr.sh_size > 0
+    }) {
+        return Err(Error::unsupported(
+            "a separate debug-info file: its .dynamic section has no contents (SHT_NOBITS); edit the binary it belongs to",
+        ));
+    }
     let f = e.format;
     let bytes = read_range(src, p.p_offset, p.p_filesz, "dynamic section")?;
     let slots: Vec<Dyn> = bytes

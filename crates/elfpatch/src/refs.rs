@@ -39,6 +39,8 @@ pub struct SymTable {
     pub region: Region,
     /// `st_name` of every symbol, in order.
     pub names: Vec<u32>,
+    /// The largest `st_size` of any symbol.
+    pub max_size: u64,
     /// Index of the `.dynsym` section, if any.
     pub section: Option<usize>,
 }
@@ -182,7 +184,12 @@ impl Tables {
                 ));
             };
             let bytes = read_range(src, offset, size, "dynamic symbol table")?;
-            let names = bytes.chunks_exact(f.sym_size()).map(|c| f.u32(c)).collect();
+            let syms: Vec<_> = bytes
+                .chunks_exact(f.sym_size())
+                .map(|c| f.decode_sym(c))
+                .collect();
+            let names = syms.iter().map(|s| s.st_name).collect();
+            let max_size = syms.iter().map(|s| s.st_size).max().unwrap_or(0);
             t.dynsym = Some(SymTable {
                 region: Region {
                     offset,
@@ -190,6 +197,7 @@ impl Tables {
                     size,
                 },
                 names,
+                max_size,
                 section: section.map(|s| s.index),
             });
         } else if symtab.is_some() {

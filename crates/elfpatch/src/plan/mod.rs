@@ -1709,16 +1709,31 @@ impl Planner<'_> {
         let align = self.max_load_align();
         let top = e.loads().map(|p| p.vaddr_end()).max().unwrap_or(0);
         let mut offset = align_up(e.file_len, 16);
-        let mut vaddr = align_up(top, align) + offset % align;
+        // Keep the new segment clear of the old image by a page, and by the largest dynamic
+        // symbol: eu-elflint takes a relocation at r_offset against a symbol of size n to touch
+        // [r_offset, r_offset + n], and calls a read-only segment in that range "modified".
+        let reach = self.t.dynsym.as_ref().map_or(0, |s| s.max_size);
+        let base = top
+            .checked_add(reach)
+            .map(|x| align_up(x, align) + align)
+            .filter(|&b| b < self.f.max_addr())
+            .ok_or_else(|| {
+                Error::refused("no address space left above the image for a new segment")
+            })?;
+        let mut vaddr = base + offset % align;
         if matches!(room, Room::MoveTable) && e.interp.is_some() {
             // Kernels before 5.18 compute AT_PHDR as (first PT_LOAD's vaddr - offset) + e_phoff:
             // keep that bias for the new segment so the moved table is still found there.
             let first = e.loads().min_by_key(|p| p.p_vaddr).expect("has loads");
             let bias = first.p_vaddr.wrapping_sub(first.p_offset);
-            let want = align_up(top, align).wrapping_sub(bias);
-            if bias <= align_up(top, align) && want >= offset && want - offset <= 1 << 20 {
-                offset = align_up(want, 16);
-                vaddr = offset.wrapping_add(bias);
+            if bias <= base {
+                // The file offset that lands at `base` with that bias, unless the file is already
+                // longer; a hole of more than 1 MiB in the file is not worth it.
+                let biased = offset.max(align_up(base - bias, 16));
+                if biased - offset <= 1 << 20 && biased.checked_add(bias).is_some() {
+                    offset = biased;
+                    vaddr = offset + bias;
+                }
             }
         }
         Ok((Mode::New(room), (offset, vaddr, align)))
