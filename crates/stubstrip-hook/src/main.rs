@@ -1,17 +1,30 @@
 //! `stubstrip`: replace CUDA stub directories in ELF run paths with the driver link.
 //!
 //! `main` only parses arguments and wires the pieces: [`classify`] decides, [`walk`] finds files,
-//! [`fix`] reads and edits one file, [`report`] says what happened.
+//! [`fix`] reads and edits one file, [`report`] says what happened. `explain` ([`resolve`] decides,
+//! [`ldso`] reads the loader's settings) and `audit` ([`audit`] decides, [`audit_run`] reads and
+//! reports) share [`fsview`], [`target`], [`ldcache`] and [`driver`].
 
+mod audit;
+mod audit_run;
 mod classify;
+mod driver;
+mod explain;
 mod fix;
+mod fsview;
+mod ldcache;
+mod ldso;
 mod report;
+mod resolve;
+mod target;
 mod walk;
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use rayon::prelude::*;
 
 use classify::{Glob, Rule, StubMatcher};
@@ -40,6 +53,81 @@ enum Command {
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...
     Check(CommonArgs),
+    /// Show where the dynamic loader finds each library of FILE, without running it.
+    #[command(
+        after_help = "Exit status: 0 everything found, 1 a library is missing, cannot load or is a stub, \
+                            3 FILE cannot be read."
+    )]
+    Explain(ExplainArgs),
+    /// Report run path and dependency problems of every ELF file under PATH...
+    #[command(
+        after_help = "Exit status: 0 ok, 1 a finding at or above --deny, 3 some file could not be read.\n\
+                            Findings go to stderr; --json writes the report to stdout."
+    )]
+    Audit(AuditArgs),
+}
+
+#[derive(Args)]
+struct ExplainArgs {
+    /// The program (or library) to explain.
+    file: PathBuf,
+    /// Show only these libraries; each is also looked up as if FILE called dlopen() on it.
+    libnames: Vec<OsString>,
+    /// A machine-readable report on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Resolve as if DIR were / (a sysroot, possibly of another architecture).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// LD_LIBRARY_PATH to assume (default: the environment's; none with --root).
+    #[arg(long, value_name = "P")]
+    ld_library_path: Option<OsString>,
+    /// Value of $PLATFORM (default: what this machine's loader uses, else the architecture's usual one).
+    #[arg(long, value_name = "X")]
+    platform: Option<OsString>,
+    /// The program interpreter to assume (default: FILE's PT_INTERP, else the architecture's usual one).
+    #[arg(long, value_name = "PATH")]
+    interpreter: Option<OsString>,
+    /// Also treat directories matching GLOB as stub directories (repeatable).
+    #[arg(long = "stub-pattern", value_name = "GLOB")]
+    stub_patterns: Vec<String>,
+}
+
+/// The least severe finding that makes `audit` fail.
+#[derive(Clone, Copy, ValueEnum)]
+enum DenyLevel {
+    Info,
+    Warning,
+    Error,
+    Never,
+}
+
+#[derive(Args)]
+struct AuditArgs {
+    /// Files or directories (walked recursively; symlinks are never followed).
+    #[arg(required_unless_present = "codes")]
+    paths: Vec<PathBuf>,
+    /// Print the table of finding codes (Markdown) and exit.
+    #[arg(long, exclusive = true)]
+    codes: bool,
+    /// Exit 1 when a finding at or above LEVEL exists.
+    #[arg(long, value_enum, value_name = "LEVEL", default_value = "error")]
+    deny: DenyLevel,
+    /// A machine-readable report on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Check run paths as if DIR were / (a sysroot or image; PATH... must lie inside it).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Also treat RUNPATH entries under DIR as build-directory leaks (besides /build, $NIX_BUILD_TOP, $TMPDIR; repeatable).
+    #[arg(long = "build-dir", value_name = "DIR")]
+    build_dirs: Vec<PathBuf>,
+    /// Also treat run path entries matching GLOB as stub directories (repeatable).
+    #[arg(long = "stub-pattern", value_name = "GLOB")]
+    stub_patterns: Vec<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
 }
 
 #[derive(Args)]
@@ -77,12 +165,12 @@ struct FixArgs {
 }
 
 fn matcher(c: &CommonArgs) -> StubMatcher {
+    matcher_of(&c.stub_patterns)
+}
+
+fn matcher_of(patterns: &[String]) -> StubMatcher {
     StubMatcher {
-        patterns: c
-            .stub_patterns
-            .iter()
-            .map(|p| Glob::new(p.as_bytes()))
-            .collect(),
+        patterns: patterns.iter().map(|p| Glob::new(p.as_bytes())).collect(),
     }
 }
 
@@ -149,9 +237,50 @@ fn run_check(a: CommonArgs) -> ExitCode {
     }
 }
 
+fn run_explain(a: ExplainArgs) -> ExitCode {
+    let c = explain::Config {
+        file: a.file,
+        libnames: a.libnames.into_iter().map(OsString::into_vec).collect(),
+        json: a.json,
+        root: a.root,
+        overrides: ldso::Overrides {
+            ld_library_path: a.ld_library_path.map(OsString::into_vec),
+            platform: a.platform.map(OsString::into_vec),
+            interpreter: a.interpreter.map(OsString::into_vec),
+            use_environment: true,
+        },
+        stubs: matcher_of(&a.stub_patterns),
+    };
+    ExitCode::from(explain::run(&c))
+}
+
+fn run_audit(a: AuditArgs) -> ExitCode {
+    if a.codes {
+        print!("{}", audit::codes_table());
+        return ExitCode::SUCCESS;
+    }
+    pool(a.jobs);
+    let c = audit_run::Config {
+        paths: a.paths,
+        deny: match a.deny {
+            DenyLevel::Info => Some(audit::Severity::Info),
+            DenyLevel::Warning => Some(audit::Severity::Warning),
+            DenyLevel::Error => Some(audit::Severity::Error),
+            DenyLevel::Never => None,
+        },
+        json: a.json,
+        build_dirs: a.build_dirs,
+        stubs: matcher_of(&a.stub_patterns),
+        root: a.root,
+    };
+    ExitCode::from(audit_run::run(&c))
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Fix(a) => run_fix(a),
         Command::Check(a) => run_check(a),
+        Command::Explain(a) => run_explain(a),
+        Command::Audit(a) => run_audit(a),
     }
 }

@@ -1,0 +1,608 @@
+//! The audit rules: from one parsed ELF file and a view of the filesystem to findings.
+//!
+//! Pure: everything the rules read comes in through [`Subject`], [`Context`] and
+//! [`FsView`], so the rules are tested on in-memory trees; [`crate::audit_run`] does the I/O.
+
+use serde::Serialize;
+
+use crate::classify::StubMatcher;
+use crate::driver::is_driver_library;
+use crate::fsview::{Bytes, ElfInfo, FileId, FsView, Probe};
+use crate::resolve::{expand_dst, expand_list, Dst, SearchDir, Settings};
+use crate::target::Verdict;
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing.
+    Info,
+    /// Probably wrong.
+    Warning,
+    /// Breaks at run time, or leaks the build.
+    Error,
+}
+
+impl Severity {
+    /// `info`, `warning` or `error`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One kind of finding: its stable code, severity, what it means and how to fix it.
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    /// `SS001`, ...
+    pub code: &'static str,
+    /// Its severity.
+    pub severity: Severity,
+    /// What it is about.
+    pub title: &'static str,
+    /// A one-line fix.
+    pub fix: &'static str,
+}
+
+/// A stub directory in RUNPATH or RPATH.
+pub const STUB_ENTRY: Rule = Rule {
+    code: "SS001",
+    severity: Severity::Error,
+    title: "CUDA stub directory in RUNPATH/RPATH",
+    fix: "run `stubstrip fix` on the output: the stub entry becomes the driver link",
+};
+/// A NEEDED library present in more than one directory of the run path.
+pub const AMBIGUOUS: Rule = Rule {
+    code: "SS002",
+    severity: Severity::Warning,
+    title: "ambiguous run path: a NEEDED library is in more than one of its directories",
+    fix: "keep one directory that provides the library; the loader silently takes the first",
+};
+/// A run path entry in the build or a temporary directory.
+pub const BUILD_DIR: Rule = Rule {
+    code: "SS003",
+    severity: Severity::Error,
+    title: "run path entry inside the build or a temporary directory",
+    fix: "remove the entry (it does not exist at run time); use $ORIGIN for the output's own libraries",
+};
+/// A run path entry that does not exist.
+pub const MISSING_DIR: Rule = Rule {
+    code: "SS004",
+    severity: Severity::Warning,
+    title: "run path entry does not exist",
+    fix: "remove the entry, or install the library it was meant to provide",
+};
+/// A relative run path entry.
+pub const RELATIVE: Rule = Rule {
+    code: "SS005",
+    severity: Severity::Error,
+    title: "relative run path entry not anchored at $ORIGIN",
+    fix: "write it as $ORIGIN/DIR or an absolute path: relative entries follow the process's current directory",
+};
+/// A NEEDED library found nowhere.
+pub const NOT_FOUND: Rule = Rule {
+    code: "SS006",
+    severity: Severity::Warning,
+    title: "NEEDED library found neither in the run path, ld.so.cache nor the default directories",
+    fix: "add the directory of the library to RUNPATH (or its package to the inputs); it loads now only if another object loaded it first",
+};
+/// DT_RPATH without DT_RUNPATH.
+pub const RPATH_ONLY: Rule = Rule {
+    code: "SS007",
+    severity: Severity::Warning,
+    title: "DT_RPATH where DT_RUNPATH is meant",
+    fix: "link with -Wl,--enable-new-dtags or set it as RUNPATH: RPATH overrides LD_LIBRARY_PATH and is inherited by every library the file loads",
+};
+/// A NEEDED library of a store file found only on the host system.
+pub const HOST_ONLY: Rule = Rule {
+    code: "SS008",
+    severity: Severity::Info,
+    title: "NEEDED library of a Nix store file resolves only from the host system",
+    fix: "add the package providing the library to the inputs so that its lib directory lands in RUNPATH",
+};
+
+/// Every rule, in code order (the table in EXPLAIN.md).
+pub const RULES: &[Rule] = &[
+    STUB_ENTRY,
+    AMBIGUOUS,
+    BUILD_DIR,
+    MISSING_DIR,
+    RELATIVE,
+    NOT_FOUND,
+    RPATH_ONLY,
+    HOST_ONLY,
+];
+
+/// The table of [`RULES`] in Markdown: code, severity, finding, fix.
+pub fn codes_table() -> String {
+    let mut t = String::from("| Code | Severity | Finding | Fix |\n|---|---|---|---|\n");
+    for r in RULES {
+        t.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r.code,
+            r.severity.name(),
+            r.title,
+            r.fix
+        ));
+    }
+    t
+}
+
+/// One finding about one file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The rule's code.
+    pub code: &'static str,
+    /// The rule's severity.
+    pub severity: Severity,
+    /// What was found, in one line.
+    pub message: String,
+    /// How to fix it, in one line.
+    pub fix: &'static str,
+    /// `RUNPATH` or `RPATH`, when about an entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<&'static str>,
+    /// The run path entry, when about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// The NEEDED library, when about one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// Directories involved (ambiguity: every directory holding the library, in order).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub directories: Vec<String>,
+}
+
+impl Finding {
+    fn new(rule: Rule, message: String) -> Finding {
+        Finding {
+            code: rule.code,
+            severity: rule.severity,
+            message,
+            fix: rule.fix,
+            tag: None,
+            entry: None,
+            library: None,
+            directories: Vec::new(),
+        }
+    }
+}
+
+/// The file being audited.
+#[derive(Clone, Copy, Debug)]
+pub struct Subject<'a> {
+    /// Its path.
+    pub path: &'a [u8],
+    /// Its directory, symlinks resolved (`$ORIGIN`).
+    pub origin: &'a [u8],
+    /// Its dynamic information.
+    pub info: &'a ElfInfo,
+}
+
+/// What the rules need besides the file.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The loader's settings for the file's architecture.
+    pub settings: &'a Settings,
+    /// Which directories hold stubs.
+    pub stubs: &'a StubMatcher,
+    /// Build and temporary directories (no trailing `/`).
+    pub build_dirs: &'a [Bytes],
+    /// Directories that exist only at run time (the driver link).
+    pub runtime_dirs: &'a [Bytes],
+}
+
+fn s(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn trim_slashes(mut d: &[u8]) -> &[u8] {
+    while d.len() > 1 && d.ends_with(b"/") {
+        d = &d[..d.len() - 1];
+    }
+    d
+}
+
+fn under(path: &[u8], dir: &[u8]) -> bool {
+    let (p, d) = (trim_slashes(path), trim_slashes(dir));
+    p == d || (p.starts_with(d) && p.get(d.len()) == Some(&b'/'))
+}
+
+/// Whether a file at `path` of this target is one the loader would take.
+fn accepted(fs: &dyn FsView, cx: &Context, path: &[u8]) -> Result<Option<FileId>, bool> {
+    match fs.probe(path) {
+        Probe::File(id, h) => match cx.settings.target.verify(&h) {
+            Verdict::Accept => Ok(Some(id)),
+            Verdict::Skip(_) => Err(true),
+            Verdict::Fatal(_) => Ok(None),
+        },
+        _ => Err(false),
+    }
+}
+
+/// Where the loader's fallback steps (cache, default directories) find `name` for this file.
+fn system_lookup(fs: &dyn FsView, cx: &Context, info: &ElfInfo, name: &[u8]) -> Option<Bytes> {
+    let st = cx.settings;
+    if let Some(cache) = &st.cache {
+        if let Some(p) = cache.lookup(name, &st.target.cache_flags()).chosen {
+            let skipped = info.nodeflib() && st.system_dirs.iter().any(|d| p.starts_with(d));
+            if !skipped && matches!(accepted(fs, cx, &p), Ok(Some(_))) {
+                return Some(p);
+            }
+        }
+    }
+    if info.nodeflib() {
+        return None;
+    }
+    st.system_dirs.iter().find_map(|d| {
+        let mut p = d.clone();
+        p.extend_from_slice(name);
+        matches!(accepted(fs, cx, &p), Ok(Some(_))).then_some(p)
+    })
+}
+
+/// Every finding for one file.
+pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
+    let st = cx.settings;
+    let dst = Dst {
+        origin: Some(f.origin),
+        lib: &st.lib,
+        platform: st.platform.as_deref(),
+    };
+    let info = f.info;
+    let mut out = Vec::new();
+    let mut stub_findings: Vec<(Bytes, usize)> = Vec::new();
+
+    for (tag, value) in [("RUNPATH", &info.runpath), ("RPATH", &info.rpath)] {
+        let Some(v) = value else { continue };
+        for entry in v.split(|&c| c == b':') {
+            let with = |rule: Rule, message: String| {
+                let mut x = Finding::new(rule, message);
+                x.tag = Some(tag);
+                x.entry = Some(s(entry));
+                x
+            };
+            if cx.stubs.is_stub(entry) {
+                stub_findings.push((entry.to_vec(), out.len()));
+                out.push(with(
+                    STUB_ENTRY,
+                    format!("{tag} entry {} is a CUDA stub directory", s(entry)),
+                ));
+                continue;
+            }
+            if entry.is_empty() {
+                if !v.is_empty() {
+                    out.push(with(
+                        RELATIVE,
+                        format!(
+                            "{tag} has an empty entry: the loader searches the current directory"
+                        ),
+                    ));
+                }
+                continue;
+            }
+            if !entry.contains(&b'$') {
+                if let Some(b) = cx.build_dirs.iter().find(|b| under(entry, b)) {
+                    out.push(with(
+                        BUILD_DIR,
+                        format!("{tag} entry {} is inside {}", s(entry), s(b)),
+                    ));
+                    continue;
+                }
+            }
+            let Some(expanded) = expand_dst(entry, &dst) else {
+                continue;
+            };
+            if !expanded.starts_with(b"/") {
+                out.push(with(
+                    RELATIVE,
+                    format!(
+                        "{tag} entry {} is relative: it is searched from the process's current directory",
+                        s(entry)
+                    ),
+                ));
+                continue;
+            }
+            let runtime = cx
+                .runtime_dirs
+                .iter()
+                .any(|d| trim_slashes(d) == trim_slashes(&expanded));
+            if !runtime && !fs.is_dir(&expanded) {
+                let shown = if expanded.as_slice() == entry {
+                    String::new()
+                } else {
+                    format!(" (here: {})", s(&expanded))
+                };
+                out.push(with(
+                    MISSING_DIR,
+                    format!("{tag} entry {} does not exist{shown}", s(entry)),
+                ));
+            }
+        }
+    }
+
+    if let (Some(rp), None) = (&info.rpath, &info.runpath) {
+        let mut x = Finding::new(RPATH_ONLY, format!("DT_RPATH {} without DT_RUNPATH", s(rp)));
+        x.tag = Some("RPATH");
+        x.entry = Some(s(rp));
+        out.push(x);
+    }
+
+    let (tag, list) = match (&info.runpath, info.effective_rpath()) {
+        (Some(r), _) => ("RUNPATH", Some(r.as_slice())),
+        (None, Some(r)) => ("RPATH", Some(r)),
+        _ => ("RUNPATH", None),
+    };
+    let dirs: Vec<SearchDir> = list.map(|l| expand_list(l, b":", &dst)).unwrap_or_default();
+    let interp_names: Vec<Bytes> = st
+        .interpreter
+        .iter()
+        .flat_map(|i| {
+            let base = i.path.rsplit(|&c| c == b'/').next().map(<[u8]>::to_vec);
+            i.soname.clone().into_iter().chain(base)
+        })
+        .collect();
+    let in_store = f.path.starts_with(b"/nix/store/");
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for raw in &info.needed {
+        if seen.contains(&raw.as_slice()) {
+            continue;
+        }
+        seen.push(raw);
+        let Some(name) = expand_dst(raw, &dst) else {
+            continue;
+        };
+        if name.contains(&b'/') {
+            if !matches!(accepted(fs, cx, &name), Ok(Some(_))) {
+                let mut x = Finding::new(NOT_FOUND, format!("NEEDED {} does not exist", s(raw)));
+                x.library = Some(s(raw));
+                out.push(x);
+            }
+            continue;
+        }
+        let mut hits: Vec<(&SearchDir, FileId)> = Vec::new();
+        let mut other_class = false;
+        for d in &dirs {
+            let mut p = d.dir.clone();
+            p.extend_from_slice(&name);
+            match accepted(fs, cx, &p) {
+                Ok(Some(id)) => {
+                    if hits.iter().all(|(_, h)| *h != id) {
+                        hits.push((d, id));
+                    }
+                }
+                Ok(None) => {}
+                Err(oc) => other_class |= oc,
+            }
+        }
+        if let Some((first, _)) = hits.first() {
+            if let Some((_, at)) = stub_findings.iter().find(|(e, _)| *e == first.entry) {
+                let x = &mut out[*at];
+                x.message
+                    .push_str(&format!("; {} is loaded from it", s(&name)));
+            }
+        }
+        if hits.len() > 1 {
+            let listed: Vec<String> = hits.iter().map(|(d, _)| s(&d.entry)).collect();
+            let mut x = Finding::new(
+                AMBIGUOUS,
+                format!(
+                    "{} is in {} {tag} directories: {}; the loader takes {}",
+                    s(&name),
+                    hits.len(),
+                    listed.join(", "),
+                    listed[0]
+                ),
+            );
+            x.tag = Some(tag);
+            x.library = Some(s(&name));
+            x.directories = listed;
+            out.push(x);
+        }
+        if !hits.is_empty() || interp_names.contains(&name) {
+            continue;
+        }
+        match system_lookup(fs, cx, info, &name) {
+            Some(p) if in_store => {
+                let mut x = Finding::new(
+                    HOST_ONLY,
+                    format!("{} resolves only from the host system: {}", s(&name), s(&p)),
+                );
+                x.library = Some(s(&name));
+                out.push(x);
+            }
+            Some(_) => {}
+            None if is_driver_library(&name) => {}
+            None => {
+                let mut x = Finding::new(
+                    NOT_FOUND,
+                    format!(
+                        "{} is found neither in {tag}, ld.so.cache nor the default directories{}",
+                        s(&name),
+                        if other_class {
+                            " (only files of the other ELF class)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                x.library = Some(s(&name));
+                out.push(x);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsview::mem::MemFs;
+    use crate::resolve::Interpreter;
+    use crate::target::{RawHeader, Target, CLASS32, CLASS64, EM_386};
+
+    const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
+
+    fn settings() -> Settings {
+        Settings {
+            target: Target::of(&RawHeader::parse(&crate::fsview::mem::header(
+                CLASS64,
+                crate::target::EM_X86_64,
+            ))),
+            system_dirs: vec![b"/lib/".to_vec(), b"/usr/lib/".to_vec()],
+            lib: b"lib".to_vec(),
+            platform: Some(b"x86_64".to_vec()),
+            cache_path: b"/etc/ld.so.cache".to_vec(),
+            cache: None,
+            ld_library_path: None,
+            interpreter: Some(Interpreter {
+                path: b"/lib/ld-linux-x86-64.so.2".to_vec(),
+                soname: Some(b"ld-linux-x86-64.so.2".to_vec()),
+            }),
+        }
+    }
+
+    fn info(needed: &[&str], runpath: Option<&str>, rpath: Option<&str>) -> ElfInfo {
+        ElfInfo {
+            needed: needed.iter().map(|n| n.as_bytes().to_vec()).collect(),
+            runpath: runpath.map(|r| r.as_bytes().to_vec()),
+            rpath: rpath.map(|r| r.as_bytes().to_vec()),
+            dynamic: true,
+            ..ElfInfo::default()
+        }
+    }
+
+    fn run(fs: &MemFs, path: &str, i: &ElfInfo) -> Vec<Finding> {
+        let st = settings();
+        let stubs = StubMatcher::default();
+        let build = vec![b"/build".to_vec()];
+        let runtime = vec![b"/run/opengl-driver/lib".to_vec()];
+        let cx = Context {
+            settings: &st,
+            stubs: &stubs,
+            build_dirs: &build,
+            runtime_dirs: &runtime,
+        };
+        let origin = crate::fsview::dirname(path.as_bytes());
+        audit(
+            &Subject {
+                path: path.as_bytes(),
+                origin: &origin,
+                info: i,
+            },
+            &cx,
+            fs,
+        )
+    }
+
+    fn codes(f: &[Finding]) -> Vec<&'static str> {
+        f.iter().map(|x| x.code).collect()
+    }
+
+    fn base() -> MemFs {
+        let mut fs = MemFs::default();
+        fs.lib("/lib/libc.so.6", ElfInfo::default())
+            .lib("/out/lib/libfoo.so.1", ElfInfo::default());
+        fs
+    }
+
+    #[test]
+    fn a_clean_file_has_no_findings() {
+        let mut fs = base();
+        fs.dir("/opt/empty");
+        let i = info(
+            &["libfoo.so.1", "libc.so.6"],
+            Some("$ORIGIN/../lib:/opt/empty"),
+            None,
+        );
+        assert_eq!(run(&fs, "/out/bin/app", &i), vec![]);
+    }
+
+    #[test]
+    fn stub_entries_name_what_would_load_from_them() {
+        let mut fs = base();
+        fs.lib(&format!("{STUBS}/libcuda.so.1"), ElfInfo::default());
+        let i = info(
+            &["libcuda.so.1", "libc.so.6"],
+            Some(&format!("{STUBS}:/run/opengl-driver/lib")),
+            None,
+        );
+        let f = run(&fs, "/out/bin/app", &i);
+        assert_eq!(codes(&f), vec!["SS001"]);
+        assert!(
+            f[0].message.contains("libcuda.so.1 is loaded from it"),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn ambiguity_lists_every_directory_in_order() {
+        let mut fs = base();
+        fs.lib("/a/libfoo.so.1", ElfInfo::default())
+            .lib("/b/libfoo.so.1", ElfInfo::default())
+            .link("/c/libfoo.so.1", "/b/libfoo.so.1")
+            .elf("/d/libfoo.so.1", CLASS32, EM_386, ElfInfo::default());
+        let i = info(&["libfoo.so.1"], Some("/d:/a:/b:/c"), None);
+        let f = run(&fs, "/out/bin/app", &i);
+        assert_eq!(codes(&f), vec!["SS002"]);
+        assert_eq!(
+            f[0].directories,
+            vec!["/a", "/b"],
+            "same file and wrong class do not count"
+        );
+        let i = info(&["libfoo.so.1"], Some("/a"), None);
+        assert_eq!(run(&fs, "/out/bin/app", &i), vec![]);
+    }
+
+    #[test]
+    fn build_relative_missing_entries() {
+        let fs = base();
+        let i = info(
+            &["libc.so.6"],
+            Some("/build/source/lib:lib:$ORIGIN/../nope::/nope:/run/opengl-driver/lib"),
+            None,
+        );
+        let f = run(&fs, "/out/bin/app", &i);
+        assert_eq!(codes(&f), vec!["SS003", "SS005", "SS004", "SS005", "SS004"]);
+        assert_eq!(
+            f[2].message,
+            "RUNPATH entry $ORIGIN/../nope does not exist (here: /out/bin/../nope)"
+        );
+    }
+
+    #[test]
+    fn missing_needed_except_driver_libraries_and_the_interpreter() {
+        let mut fs = base();
+        fs.elf(
+            "/out/lib32/libbar.so.1",
+            CLASS32,
+            EM_386,
+            ElfInfo::default(),
+        );
+        let i = info(
+            &[
+                "libbar.so.1",
+                "libcuda.so.1",
+                "ld-linux-x86-64.so.2",
+                "libc.so.6",
+            ],
+            Some("/out/lib32"),
+            None,
+        );
+        let f = run(&fs, "/out/bin/app", &i);
+        assert_eq!(codes(&f), vec!["SS006"]);
+        assert!(f[0].message.contains("other ELF class"));
+    }
+
+    #[test]
+    fn rpath_without_runpath_and_host_only_libraries() {
+        let fs = base();
+        let i = info(&["libfoo.so.1", "libc.so.6"], None, Some("/out/lib"));
+        let f = run(&fs, "/nix/store/x-app/bin/app", &i);
+        assert_eq!(codes(&f), vec!["SS007", "SS008"]);
+        assert_eq!(f[1].library.as_deref(), Some("libc.so.6"));
+    }
+}

@@ -1,0 +1,614 @@
+//! `stubstrip explain`: where each library of a program comes from, as glibc's loader would find
+//! it, without running the program; loud about CUDA stubs.
+//!
+//! [`crate::ldso`] reads the loader's settings, [`crate::resolve`] decides, this module says it.
+
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::classify::StubMatcher;
+use crate::driver::{is_driver_library, RUNTIME_DIRS};
+use crate::fsview::{dirname, Bytes, FsView, HostFs, Probe};
+use crate::ldso::{self, Overrides, Provenance};
+use crate::resolve::{self, Kind, Outcome, Program, Request, Resolution, Reuse, Settings, Step};
+use crate::target::Target;
+
+/// Exit status: something is not found, cannot load, or is a stub.
+pub const EXIT_PROBLEMS: u8 = 1;
+/// Exit status: the file itself cannot be read.
+pub const EXIT_UNREADABLE: u8 = 3;
+
+/// What to explain, and how.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// The program or library.
+    pub file: PathBuf,
+    /// Only these library names (each also looked up as if the program `dlopen`ed it).
+    pub libnames: Vec<Bytes>,
+    /// JSON on stdout instead of the tree.
+    pub json: bool,
+    /// Resolve as if this directory were `/`.
+    pub root: Option<PathBuf>,
+    /// Loader settings given on the command line.
+    pub overrides: Overrides,
+    /// Which directories hold stubs.
+    pub stubs: StubMatcher,
+}
+
+fn s(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A stub found where a library should be.
+#[derive(Clone, Debug, Serialize)]
+pub struct StubMark {
+    /// The stub directory that holds it.
+    pub directory: String,
+    /// Whether the library is one the GPU driver provides (`libcuda.so.1`, ...).
+    pub driver_library: bool,
+    /// What it means.
+    pub message: String,
+}
+
+/// The stub directory holding `path` (or the file it links to), if any: a directory that
+/// [`StubMatcher::is_stub`] accepts, or one inside it.
+pub fn stub_dir(path: &[u8], canonical: Option<&[u8]>, m: &StubMatcher) -> Option<Bytes> {
+    for p in std::iter::once(path).chain(canonical) {
+        let mut d = dirname(p);
+        while d.len() > 1 {
+            if m.is_stub(&d) {
+                return Some(d);
+            }
+            d = dirname(&d);
+        }
+    }
+    None
+}
+
+fn stub_mark(name: &[u8], soname: Option<&[u8]>, dir: &[u8]) -> StubMark {
+    let driver = is_driver_library(name) || soname.is_some_and(is_driver_library);
+    let message = if driver {
+        format!(
+            "a link-time stub of the GPU driver library, not the driver: CUDA calls fail \
+             (CUDA_ERROR_STUB_LIBRARY, 34). The driver's copy must be found first, in the \
+             driver link ({}): run `stubstrip fix` on this output",
+            RUNTIME_DIRS[0]
+        )
+    } else {
+        "a link-time stub, not meant to be loaded at run time: run `stubstrip fix` on this \
+         output"
+            .to_string()
+    };
+    StubMark {
+        directory: s(dir),
+        driver_library: driver,
+        message,
+    }
+}
+
+#[derive(Serialize)]
+struct Passed {
+    path: String,
+    via: String,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct Lookup {
+    requested_by: String,
+    name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expanded: Option<String>,
+    dlopen: bool,
+    /// `loaded`, `already_loaded`, `not_found` or `error`.
+    result: &'static str,
+    path: Option<String>,
+    /// `RPATH`, `LD_LIBRARY_PATH`, `RUNPATH`, `ld.so.cache`, `default directories`, `direct`.
+    found_via: Option<&'static str>,
+    /// The object whose RPATH or RUNPATH found it.
+    search_list_of: Option<String>,
+    /// For `already_loaded`: `name`, `soname` or `same file`.
+    reused_by: Option<&'static str>,
+    stub: Option<StubMark>,
+    error: Option<String>,
+    passed_over: Vec<Passed>,
+    notes: Vec<String>,
+    depth: usize,
+    #[serde(skip)]
+    object: Option<usize>,
+    #[serde(skip)]
+    loaded_here: bool,
+    #[serde(skip)]
+    requester: usize,
+}
+
+#[derive(Serialize)]
+struct SettingsView {
+    default_dirs: Vec<String>,
+    default_dirs_from: String,
+    cache: String,
+    ld_library_path: Option<String>,
+    lib: String,
+    platform: Option<String>,
+    platform_from: String,
+}
+
+#[derive(Serialize, Default)]
+struct Summary {
+    loaded: usize,
+    not_found: usize,
+    errors: usize,
+    stubs: usize,
+}
+
+#[derive(Serialize)]
+struct Report {
+    command: &'static str,
+    file: String,
+    architecture: String,
+    interpreter: Option<String>,
+    settings: SettingsView,
+    lookups: Vec<Lookup>,
+    summary: Summary,
+    #[serde(skip)]
+    filtered: bool,
+}
+
+fn step_kind(step: Step) -> &'static str {
+    match step {
+        Step::Direct => "direct",
+        Step::Rpath(_) => "RPATH",
+        Step::LdLibraryPath => "LD_LIBRARY_PATH",
+        Step::Runpath(_) => "RUNPATH",
+        Step::Cache => "ld.so.cache",
+        Step::DefaultDirs => "default directories",
+    }
+}
+
+fn owner(res: &Resolution, step: Step) -> Option<String> {
+    match step {
+        Step::Rpath(i) | Step::Runpath(i) => Some(s(&res.objects[i].path)),
+        _ => None,
+    }
+}
+
+fn lookup_view(
+    res: &Resolution,
+    r: &Request,
+    depth: usize,
+    fs: &dyn FsView,
+    m: &StubMatcher,
+) -> Lookup {
+    let mut v = Lookup {
+        requested_by: s(&res.objects[r.requester].path),
+        name: s(&r.name),
+        expanded: (r.expanded != r.name).then(|| s(&r.expanded)),
+        dlopen: r.dlopen,
+        result: "not_found",
+        path: None,
+        found_via: None,
+        search_list_of: None,
+        reused_by: None,
+        stub: None,
+        error: None,
+        passed_over: r
+            .passed
+            .iter()
+            .map(|a| Passed {
+                path: s(&a.path),
+                via: res.step_label(a.step),
+                reason: a.why.describe(),
+            })
+            .collect(),
+        notes: r.notes.clone(),
+        depth: if r.dlopen { 0 } else { depth },
+        object: None,
+        loaded_here: false,
+        requester: r.requester,
+    };
+    let mut found: Option<(usize, Bytes)> = None;
+    match &r.outcome {
+        Outcome::Loaded(i, step) => {
+            v.result = "loaded";
+            v.found_via = Some(step_kind(*step));
+            v.search_list_of = owner(res, *step);
+            v.loaded_here = true;
+            found = Some((*i, res.objects[*i].path.clone()));
+        }
+        Outcome::AlreadyLoaded(i, how) => {
+            v.result = "already_loaded";
+            v.reused_by = Some(match how {
+                Reuse::Name => "name",
+                Reuse::Soname => "soname",
+                Reuse::SameFile(..) => "same file",
+            });
+            if let Reuse::SameFile(p, step) = how {
+                v.found_via = Some(step_kind(*step));
+                v.search_list_of = owner(res, *step);
+                found = Some((*i, p.clone()));
+            } else {
+                found = Some((*i, res.objects[*i].path.clone()));
+            }
+        }
+        Outcome::NotFound(other_class) => {
+            if *other_class {
+                v.error = Some(format!(
+                    "wrong ELF class: only {} files of the other class were found",
+                    s(&r.expanded)
+                ));
+            }
+        }
+        Outcome::Failed(path, step, e) => {
+            v.result = "error";
+            v.path = Some(s(path));
+            v.found_via = Some(step_kind(*step));
+            v.search_list_of = owner(res, *step);
+            v.error = Some(e.clone());
+        }
+        Outcome::BadName(e) => {
+            v.result = "error";
+            v.error = Some(e.clone());
+        }
+    }
+    if let Some((i, path)) = found {
+        v.object = Some(i);
+        v.path = Some(s(&path));
+        let o = &res.objects[i];
+        if matches!(o.kind, Kind::Library | Kind::Dlopened) {
+            let canonical = fs.canonical(&path);
+            if let Some(dir) = stub_dir(&path, canonical.as_deref(), m) {
+                v.stub = Some(stub_mark(&r.expanded, o.info.soname.as_deref(), &dir));
+            }
+        }
+    }
+    v
+}
+
+fn wanted(r: &Request, res: &Resolution, names: &[Bytes]) -> bool {
+    let base = |p: &[u8]| p.rsplit(|&c| c == b'/').next().unwrap_or(p).to_vec();
+    let object_names = match &r.outcome {
+        Outcome::Loaded(i, _) | Outcome::AlreadyLoaded(i, _) => {
+            let o = &res.objects[*i];
+            let mut v = vec![base(&o.path)];
+            v.extend(o.info.soname.clone());
+            v
+        }
+        _ => Vec::new(),
+    };
+    names.iter().any(|n| {
+        *n == r.name || *n == r.expanded || base(&r.expanded) == *n || object_names.contains(n)
+    })
+}
+
+/// The lookups in the order the loader makes them, each with the depth of its requester in the
+/// "loaded by" tree.
+fn build_lookups(res: &Resolution, c: &Config, fs: &dyn FsView) -> Vec<Lookup> {
+    let mut depth = vec![0usize; res.objects.len()];
+    for r in &res.requests {
+        if let Outcome::Loaded(i, _) = r.outcome {
+            depth[i] = depth[r.requester] + 1;
+        }
+    }
+    res.requests
+        .iter()
+        .filter(|r| c.libnames.is_empty() || wanted(r, res, &c.libnames))
+        .map(|r| lookup_view(res, r, depth[r.requester], fs, &c.stubs))
+        .collect()
+}
+
+/// The order to print lookups in: depth-first along "loaded by", so that each library sits under
+/// the object that loaded it.
+fn tree_order(r: &Report) -> Vec<usize> {
+    fn walk(r: &Report, requester: usize, out: &mut Vec<usize>) {
+        for (k, l) in r.lookups.iter().enumerate() {
+            if l.requester != requester {
+                continue;
+            }
+            out.push(k);
+            if let (true, Some(child)) = (l.loaded_here, l.object) {
+                walk(r, child, out);
+            }
+        }
+    }
+    if r.filtered {
+        return (0..r.lookups.len()).collect();
+    }
+    let mut out = Vec::new();
+    walk(r, 0, &mut out);
+    out
+}
+
+fn print_text(r: &Report) {
+    let mut o = std::io::stdout().lock();
+    let _ = writeln!(
+        o,
+        "{}: {}{}",
+        r.file,
+        r.architecture,
+        r.interpreter
+            .as_ref()
+            .map(|i| format!(", interpreter {i}"))
+            .unwrap_or_default()
+    );
+    let st = &r.settings;
+    let _ = writeln!(
+        o,
+        "  default dirs     {} ({})",
+        st.default_dirs.join(":"),
+        st.default_dirs_from
+    );
+    let _ = writeln!(o, "  ld.so.cache      {}", st.cache);
+    let _ = writeln!(
+        o,
+        "  LD_LIBRARY_PATH  {}",
+        st.ld_library_path.as_deref().unwrap_or("(unset)")
+    );
+    let _ = writeln!(
+        o,
+        "  $LIB={}  $PLATFORM={} ({})",
+        st.lib,
+        st.platform.as_deref().unwrap_or("(none)"),
+        st.platform_from
+    );
+    let _ = writeln!(o);
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    for k in tree_order(r) {
+        let l = &r.lookups[k];
+        let pad = if r.filtered {
+            String::new()
+        } else {
+            "    ".repeat(l.depth)
+        };
+        let via = |l: &Lookup| match (&l.found_via, &l.search_list_of) {
+            (Some(k), Some(owner)) => format!("[{k} of {}]", base(owner)),
+            (Some(k), None) => format!("[{k}]"),
+            _ => String::new(),
+        };
+        let name = match &l.expanded {
+            Some(e) => format!("{} ({e})", l.name),
+            None => l.name.clone(),
+        };
+        let from = if l.dlopen {
+            format!("dlopen({}) from {}", name, base(&l.requested_by))
+        } else if r.filtered {
+            format!("{name} (needed by {})", l.requested_by)
+        } else {
+            name
+        };
+        let stub = if l.stub.is_some() { "  STUB" } else { "" };
+        let line = match l.result {
+            "loaded" => format!("{from} => {}  {}", l.path.as_deref().unwrap_or(""), via(l)),
+            "already_loaded" => format!(
+                "{from} => {}  (already loaded, by {}{}){stub}",
+                l.path.as_deref().unwrap_or(""),
+                l.reused_by.unwrap_or(""),
+                if l.found_via.is_some() {
+                    format!(", found again {}", via(l))
+                } else {
+                    String::new()
+                }
+            ),
+            "error" => format!(
+                "{from} => ERROR: {}{}  {}",
+                l.path
+                    .as_deref()
+                    .map(|p| format!("{p}: "))
+                    .unwrap_or_default(),
+                l.error.as_deref().unwrap_or(""),
+                via(l)
+            ),
+            _ => format!(
+                "{from} => NOT FOUND{}",
+                l.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ),
+        };
+        let _ = writeln!(o, "{pad}{}", line.trim_end());
+        // Consecutive misses of one step on one line, by directory; anything else on its own.
+        let mut i = 0;
+        while i < l.passed_over.len() {
+            let p = &l.passed_over[i];
+            if p.reason == "missing" {
+                let mut dirs = Vec::new();
+                while let Some(q) = l
+                    .passed_over
+                    .get(i)
+                    .filter(|q| q.reason == "missing" && q.via == p.via)
+                {
+                    dirs.push(match q.path.rfind('/') {
+                        Some(j) => q.path[..=j].to_string(),
+                        None => "./".to_string(),
+                    });
+                    i += 1;
+                }
+                let via = match p.via.split_once(" of ") {
+                    Some((k, owner)) => format!("{k} of {}", base(owner)),
+                    None => p.via.clone(),
+                };
+                let _ = writeln!(o, "{pad}      not in {}  [{via}]", dirs.join(" "));
+                continue;
+            }
+            let _ = writeln!(o, "{pad}      passed over {}: {}", p.path, p.reason);
+            i += 1;
+        }
+        for n in &l.notes {
+            let _ = writeln!(o, "{pad}      note: {n}");
+        }
+        if let (Some(st), "loaded") = (&l.stub, l.result) {
+            let _ = writeln!(
+                o,
+                "{pad}      !!! STUB !!! {} is a stub (in {}): {}",
+                l.path.as_deref().unwrap_or(""),
+                st.directory,
+                st.message
+            );
+        }
+    }
+    let sm = &r.summary;
+    let _ = writeln!(
+        o,
+        "\n{} loaded, {} not found, {} {}, {} {}",
+        sm.loaded,
+        sm.not_found,
+        sm.errors,
+        if sm.errors == 1 { "error" } else { "errors" },
+        sm.stubs,
+        if sm.stubs == 1 { "stub" } else { "stubs" }
+    );
+}
+
+/// The program's path in the modelled system and its `$ORIGIN`.
+fn locate_program(file: &std::path::Path, fs: &HostFs) -> (Bytes, Bytes) {
+    let canonical = std::fs::canonicalize(file)
+        .map(|p| p.into_os_string().into_vec())
+        .unwrap_or_else(|_| file.as_os_str().as_bytes().to_vec());
+    match &fs.root {
+        Some(root) => {
+            let root = std::fs::canonicalize(root)
+                .map(|p| p.into_os_string().into_vec())
+                .unwrap_or_default();
+            match canonical.strip_prefix(root.as_slice()) {
+                Some(rest) if rest.starts_with(b"/") => (rest.to_vec(), dirname(rest)),
+                // Outside the root: as if installed at the same path inside it.
+                _ => (canonical.clone(), dirname(&canonical)),
+            }
+        }
+        None => (file.as_os_str().as_bytes().to_vec(), dirname(&canonical)),
+    }
+}
+
+/// Runs `explain`; returns the exit status.
+pub fn run(c: &Config) -> u8 {
+    let host = HostFs::default();
+    let fs = HostFs {
+        root: c.root.clone(),
+    };
+    let file = c.file.as_os_str().as_bytes();
+    let header = match host.probe(file) {
+        Probe::File(_, h) if h.magic => h,
+        Probe::File(..) => {
+            eprintln!("stubstrip: {}: not an ELF file", c.file.display());
+            return EXIT_UNREADABLE;
+        }
+        Probe::Missing => {
+            eprintln!("stubstrip: {}: no such file", c.file.display());
+            return EXIT_UNREADABLE;
+        }
+        Probe::Directory => {
+            eprintln!("stubstrip: {}: is a directory", c.file.display());
+            return EXIT_UNREADABLE;
+        }
+        Probe::Denied => {
+            eprintln!("stubstrip: {}: permission denied", c.file.display());
+            return EXIT_UNREADABLE;
+        }
+        Probe::Failed(e) => {
+            eprintln!("stubstrip: {}: {e}", c.file.display());
+            return EXIT_UNREADABLE;
+        }
+    };
+    let info = match host.read_elf(file) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("stubstrip: {}: {e}", c.file.display());
+            return EXIT_UNREADABLE;
+        }
+    };
+    let target = Target::of(&header);
+    if !info.dynamic {
+        if c.json {
+            println!(
+                "{}",
+                serde_json::json!({"command": "explain", "file": c.file.display().to_string(),
+                    "architecture": target.name(), "static": true, "lookups": []})
+            );
+        } else {
+            println!(
+                "{}: statically linked: no libraries to find",
+                c.file.display()
+            );
+        }
+        return 0;
+    }
+    let (path, origin) = locate_program(&c.file, &fs);
+    let (settings, prov) = ldso::settings(target, info.interpreter.as_deref(), &fs, &c.overrides);
+    let program = Program { path, origin, info };
+    let res = resolve::resolve(program, &c.libnames, &settings, &fs);
+    let report = report(&res, &settings, &prov, c, &fs);
+    if c.json {
+        let mut out = std::io::stdout().lock();
+        let _ = serde_json::to_writer_pretty(&mut out, &report);
+        let _ = writeln!(out);
+    } else {
+        print_text(&report);
+    }
+    let sm = &report.summary;
+    if sm.not_found + sm.errors + sm.stubs > 0 {
+        EXIT_PROBLEMS
+    } else {
+        0
+    }
+}
+
+fn report(res: &Resolution, st: &Settings, prov: &Provenance, c: &Config, fs: &HostFs) -> Report {
+    let lookups = build_lookups(res, c, fs);
+    let mut summary = Summary::default();
+    for l in &lookups {
+        match l.result {
+            "loaded" => summary.loaded += 1,
+            "not_found" => summary.not_found += 1,
+            "error" => summary.errors += 1,
+            _ => {}
+        }
+        if l.stub.is_some() && l.loaded_here {
+            summary.stubs += 1;
+        }
+    }
+    Report {
+        command: "explain",
+        file: s(&res.objects[0].path),
+        architecture: st.target.name(),
+        interpreter: st.interpreter.as_ref().map(|i| s(&i.path)),
+        settings: SettingsView {
+            default_dirs: st.system_dirs.iter().map(|d| s(d)).collect(),
+            default_dirs_from: prov.system_dirs.clone(),
+            cache: prov.cache.clone(),
+            ld_library_path: st.ld_library_path.as_ref().map(|p| s(p)),
+            lib: s(&st.lib),
+            platform: st.platform.as_ref().map(|p| s(p)),
+            platform_from: prov.platform.clone(),
+        },
+        lookups,
+        summary,
+        filtered: !c.libnames.is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stubs_are_recognised_by_directory_or_link_target() {
+        let m = StubMatcher::default();
+        let store = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs";
+        assert!(stub_dir(format!("{store}/lib/libcuda.so.1").as_bytes(), None, &m).is_some());
+        assert!(stub_dir(b"/usr/local/cuda/lib64/stubs/libcuda.so", None, &m).is_some());
+        assert!(stub_dir(b"/usr/lib/x86_64-linux-gnu/libcuda.so.1", None, &m).is_none());
+        assert!(stub_dir(
+            b"/opt/x/libcuda.so.1",
+            Some(b"/usr/local/cuda/lib64/stubs/libcuda.so"),
+            &m
+        )
+        .is_some());
+        let mark = stub_mark(b"libcuda.so.1", None, b"/x/stubs");
+        assert!(mark.driver_library);
+        let mark = stub_mark(b"libfoo.so.1", Some(b"libfoo.so.1"), b"/x/stubs");
+        assert!(!mark.driver_library);
+    }
+}

@@ -1,0 +1,1035 @@
+//! A model of how glibc's `ld.so` finds the libraries of a program, without running it.
+//!
+//! Follows `_dl_map_object` and `_dl_map_object_deps` (`elf/dl-load.c`, `elf/dl-deps.c`):
+//!
+//! - objects are visited breadth-first from the program; each `DT_NEEDED` of an object is looked
+//!   up with that object as the *requester*, and every library is loaded once;
+//! - a name that matches an object loaded earlier (the name it was requested under, its path, or
+//!   its `DT_SONAME`) is that object; so is a file found again under another name (same device
+//!   and inode);
+//! - a name containing `/` is opened as it is (after `$ORIGIN`/`$LIB`/`$PLATFORM` expansion);
+//! - any other name is searched in order: `DT_RPATH` of the requester, of the object that loaded
+//!   it, and so on up to the program, and then of the program (all only when the requester has
+//!   no `DT_RUNPATH`; an object with both uses only its `DT_RUNPATH`); `LD_LIBRARY_PATH` (`:` or
+//!   `;` separated, `$ORIGIN` meaning the program's directory); `DT_RUNPATH` of the requester
+//!   only; the `ld.so.cache` entry for the name (skipped when the requester has
+//!   `DF_1_NODEFLIB` and the entry lies in a default directory); the default directories (unless
+//!   the requester has `DF_1_NODEFLIB`);
+//! - in each list, empty elements mean the current directory, elements whose substitution is
+//!   unknown are dropped, and repeated directories are tried once;
+//! - a candidate of the other ELF class or another machine is passed over; a file that is not ELF
+//!   at all, has the other byte order, or cannot be read stops the load.
+//!
+//! Not modelled: `glibc-hwcaps` and legacy hwcap subdirectories of each search directory
+//! (which depend on the CPU; files found there are noted), `LD_PRELOAD`, `/etc/ld.so.preload`,
+//! `DT_AUXILIARY`/`DT_FILTER`, audit modules, secure (setuid) mode, and `.note.ABI-tag` checks.
+
+use std::collections::VecDeque;
+
+use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe};
+use crate::ldcache::LdCache;
+use crate::target::{Skip, Target, Verdict};
+
+/// The program interpreter, which is loaded before anything else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interpreter {
+    /// Its path as `PT_INTERP` names it.
+    pub path: Bytes,
+    /// Its `DT_SONAME` (`ld-linux-x86-64.so.2`), if it could be read.
+    pub soname: Option<Bytes>,
+}
+
+/// Everything the loader knows before it looks at the program's dependencies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The loader's architecture (the program's).
+    pub target: Target,
+    /// The default directories, each ending in `/`.
+    pub system_dirs: Vec<Bytes>,
+    /// What `$LIB` expands to.
+    pub lib: Bytes,
+    /// What `$PLATFORM` expands to; `None` drops entries that use it, like the loader does.
+    pub platform: Option<Bytes>,
+    /// The cache's path, for messages.
+    pub cache_path: Bytes,
+    /// The cache, when there is a usable one.
+    pub cache: Option<LdCache>,
+    /// `LD_LIBRARY_PATH`, when set and not empty.
+    pub ld_library_path: Option<Bytes>,
+    /// The program interpreter, if there is one.
+    pub interpreter: Option<Interpreter>,
+}
+
+/// The values dynamic string tokens expand to for one object.
+#[derive(Clone, Copy, Debug)]
+pub struct Dst<'a> {
+    /// `$ORIGIN`: the object's directory; `None` when unknown.
+    pub origin: Option<&'a [u8]>,
+    /// `$LIB`.
+    pub lib: &'a [u8],
+    /// `$PLATFORM`.
+    pub platform: Option<&'a [u8]>,
+}
+
+/// The length of the token `name` at the start of `rest` (just after a `$`), braces included,
+/// or 0 (`is_dst` in `dl-load.c`: `$NAME` must not be followed by an identifier character).
+fn dst_len(rest: &[u8], name: &[u8]) -> usize {
+    let curly = rest.first() == Some(&b'{');
+    let body = if curly { &rest[1..] } else { rest };
+    if !body.starts_with(name) {
+        return 0;
+    }
+    let next = body.get(name.len()).copied();
+    if curly {
+        if next == Some(b'}') {
+            name.len() + 2
+        } else {
+            0
+        }
+    } else if next.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        0
+    } else {
+        name.len()
+    }
+}
+
+/// Expands `$ORIGIN`, `$LIB` and `$PLATFORM` (also in `${...}` form) in one path. Unknown tokens
+/// stay as they are; `None` when a known token has no value (the loader then drops the path).
+pub fn expand_dst(input: &[u8], d: &Dst) -> Option<Bytes> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'$' {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        let rest = &input[i + 1..];
+        let (len, value) = match () {
+            _ if dst_len(rest, b"ORIGIN") > 0 => (dst_len(rest, b"ORIGIN"), d.origin),
+            _ if dst_len(rest, b"PLATFORM") > 0 => (dst_len(rest, b"PLATFORM"), d.platform),
+            _ if dst_len(rest, b"LIB") > 0 => (dst_len(rest, b"LIB"), Some(d.lib)),
+            _ => {
+                out.push(b'$');
+                i += 1;
+                continue;
+            }
+        };
+        out.extend_from_slice(value?);
+        i += 1 + len;
+    }
+    Some(out)
+}
+
+/// One directory of a search list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SearchDir {
+    /// The element as written.
+    pub entry: Bytes,
+    /// The directory after expansion, ending in `/` (empty: the current directory).
+    pub dir: Bytes,
+}
+
+/// Splits and expands a search list the way `fillin_rpath` does.
+pub fn expand_list(list: &[u8], seps: &[u8], d: &Dst) -> Vec<SearchDir> {
+    let mut out: Vec<SearchDir> = Vec::new();
+    if list.is_empty() {
+        return out;
+    }
+    for entry in list.split(|c| seps.contains(c)) {
+        let dir = if entry.is_empty() {
+            Vec::new()
+        } else {
+            let Some(mut e) = expand_dst(entry, d) else {
+                continue;
+            };
+            if e.is_empty() {
+                continue;
+            }
+            while e.len() > 1 && e.ends_with(b"/") {
+                e.pop();
+            }
+            if !e.ends_with(b"/") {
+                e.push(b'/');
+            }
+            e
+        };
+        if out.iter().all(|s| s.dir != dir) {
+            out.push(SearchDir {
+                entry: entry.to_vec(),
+                dir,
+            });
+        }
+    }
+    out
+}
+
+/// Where a lookup looked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// A name containing `/`, opened as it is.
+    Direct,
+    /// `DT_RPATH` of this object.
+    Rpath(usize),
+    /// `LD_LIBRARY_PATH`.
+    LdLibraryPath,
+    /// `DT_RUNPATH` of this object.
+    Runpath(usize),
+    /// `ld.so.cache`.
+    Cache,
+    /// The default directories.
+    DefaultDirs,
+}
+
+/// Why a candidate was passed over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Passed {
+    /// No such file.
+    Missing,
+    /// Permission denied.
+    Denied,
+    /// An ELF file of the other class.
+    WrongClass(u8),
+    /// An ELF file for another machine or ABI.
+    WrongMachine(u16),
+    /// An error the loader does not stop at.
+    Unreadable(String),
+    /// A cache entry the loader does not take (the reason).
+    CacheEntry(String),
+    /// A cache entry in a default directory while the requester has `DF_1_NODEFLIB`.
+    Nodeflib,
+}
+
+impl Passed {
+    /// A short description.
+    pub fn describe(&self) -> String {
+        match self {
+            Passed::Missing => "missing".into(),
+            Passed::Denied => "permission denied".into(),
+            Passed::WrongClass(c) => format!(
+                "wrong ELF class (ELFCLASS{})",
+                if *c == 2 { 64 } else { 32 }
+            ),
+            Passed::WrongMachine(m) => format!("wrong machine or ABI (e_machine {m})"),
+            Passed::Unreadable(e) => e.clone(),
+            Passed::CacheEntry(w) => format!("cache entry {w}"),
+            Passed::Nodeflib => {
+                "cache entry in a default directory, and the requester has DF_1_NODEFLIB".into()
+            }
+        }
+    }
+}
+
+/// A candidate the loader looked at and passed over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The path tried.
+    pub path: Bytes,
+    /// Which step tried it.
+    pub step: Step,
+    /// Why it was not taken.
+    pub why: Passed,
+}
+
+/// How an already loaded object satisfied a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// It was loaded under this name (or path) before.
+    Name,
+    /// Its `DT_SONAME` is the name.
+    Soname,
+    /// The search found the same file again (same device and inode) at this path.
+    SameFile(Bytes, Step),
+}
+
+/// The result of one lookup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new object was loaded from its path, found at this step.
+    Loaded(usize, Step),
+    /// An object loaded before.
+    AlreadyLoaded(usize, Reuse),
+    /// Nothing was found; `true` when a file of the other ELF class was seen.
+    NotFound(bool),
+    /// The loader stops here: the file at this path cannot be loaded.
+    Failed(Bytes, Step, String),
+    /// The name itself is unusable.
+    BadName(String),
+}
+
+/// What kind of object this is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The program being explained.
+    Main,
+    /// The program interpreter (`ld.so` itself).
+    Interpreter,
+    /// A library loaded for a `DT_NEEDED` entry.
+    Library,
+    /// A library loaded by an explicit `dlopen` from the program.
+    Dlopened,
+}
+
+/// A loaded object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Object {
+    /// The path it was opened at (the loader's `l_name`).
+    pub path: Bytes,
+    /// What it is.
+    pub kind: Kind,
+    /// Its dynamic information.
+    pub info: ElfInfo,
+    /// Its file identity (not recorded for the program and the interpreter).
+    pub id: Option<FileId>,
+    /// `$ORIGIN` for it.
+    pub origin: Option<Bytes>,
+    /// The object whose lookup loaded it (`l_loader`).
+    pub loader: Option<usize>,
+    /// The names it was requested under.
+    pub names: Vec<Bytes>,
+}
+
+/// One lookup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The object whose `DT_NEEDED` (or `dlopen`) asked.
+    pub requester: usize,
+    /// The name as written.
+    pub name: Bytes,
+    /// The name after expansion of dynamic string tokens.
+    pub expanded: Bytes,
+    /// Whether this models a `dlopen` from the program rather than a `DT_NEEDED` entry.
+    pub dlopen: bool,
+    /// The result.
+    pub outcome: Outcome,
+    /// Candidates passed over, in the order tried.
+    pub passed: Vec<Attempt>,
+    /// Things worth knowing that the model does not decide (hwcaps subdirectories, ...).
+    pub notes: Vec<String>,
+}
+
+/// The whole result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolution {
+    /// Objects in load order: the program first, then the interpreter (if any).
+    pub objects: Vec<Object>,
+    /// Lookups in the order the loader makes them.
+    pub requests: Vec<Request>,
+}
+
+impl Resolution {
+    /// How a step is described: `RUNPATH of /usr/bin/foo`, `ld.so.cache`, ...
+    pub fn step_label(&self, step: Step) -> String {
+        let name = |i: usize| String::from_utf8_lossy(&self.objects[i].path).into_owned();
+        match step {
+            Step::Direct => "path in DT_NEEDED".into(),
+            Step::Rpath(i) => format!("RPATH of {}", name(i)),
+            Step::LdLibraryPath => "LD_LIBRARY_PATH".into(),
+            Step::Runpath(i) => format!("RUNPATH of {}", name(i)),
+            Step::Cache => "ld.so.cache".into(),
+            Step::DefaultDirs => "default directories".into(),
+        }
+    }
+}
+
+/// The program to start from.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// Its path in the modelled system.
+    pub path: Bytes,
+    /// Its directory with symlinks resolved (`$ORIGIN`).
+    pub origin: Bytes,
+    /// Its dynamic information.
+    pub info: ElfInfo,
+}
+
+enum Try {
+    Found(Bytes, FileId),
+    Fatal(Bytes, String),
+    Next,
+}
+
+struct Resolver<'a> {
+    s: &'a Settings,
+    fs: &'a dyn FsView,
+    objects: Vec<Object>,
+    requests: Vec<Request>,
+    other_class: bool,
+    last_step: Option<Step>,
+}
+
+/// Resolves every dependency of `program`, then each of `dlopen` as if the program called
+/// `dlopen(name)` after starting.
+pub fn resolve(program: Program, dlopen: &[Bytes], s: &Settings, fs: &dyn FsView) -> Resolution {
+    let mut r = Resolver {
+        s,
+        fs,
+        objects: vec![Object {
+            path: program.path,
+            kind: Kind::Main,
+            info: program.info,
+            id: None,
+            origin: Some(program.origin),
+            loader: None,
+            names: Vec::new(),
+        }],
+        requests: Vec::new(),
+        other_class: false,
+        last_step: None,
+    };
+    if let Some(i) = &s.interpreter {
+        r.objects.push(Object {
+            path: i.path.clone(),
+            kind: Kind::Interpreter,
+            info: ElfInfo {
+                soname: i.soname.clone(),
+                ..ElfInfo::default()
+            },
+            id: None,
+            origin: None,
+            loader: None,
+            names: vec![i.path.clone()],
+        });
+    }
+    let mut queue = VecDeque::from([0]);
+    r.drain(&mut queue);
+    for name in dlopen {
+        let before = r.objects.len();
+        r.request(0, name, true);
+        queue.extend(before..r.objects.len());
+        r.drain(&mut queue);
+    }
+    Resolution {
+        objects: r.objects,
+        requests: r.requests,
+    }
+}
+
+impl Resolver<'_> {
+    fn drain(&mut self, queue: &mut VecDeque<usize>) {
+        while let Some(i) = queue.pop_front() {
+            for name in self.objects[i].info.needed.clone() {
+                let before = self.objects.len();
+                self.request(i, &name, false);
+                queue.extend(before..self.objects.len());
+            }
+        }
+    }
+
+    fn dst(&self, i: usize) -> Dst<'_> {
+        Dst {
+            origin: self.objects[i].origin.as_deref(),
+            lib: &self.s.lib,
+            platform: self.s.platform.as_deref(),
+        }
+    }
+
+    fn loaded_by_name(&self, name: &[u8]) -> Option<(usize, Reuse)> {
+        self.objects.iter().enumerate().find_map(|(i, o)| {
+            let by_name =
+                o.kind != Kind::Main && (o.path == name || o.names.iter().any(|n| n == name));
+            if by_name {
+                Some((i, Reuse::Name))
+            } else if o.info.soname.as_deref() == Some(name) {
+                Some((i, Reuse::Soname))
+            } else {
+                None
+            }
+        })
+    }
+
+    fn request(&mut self, requester: usize, name: &[u8], dlopen: bool) {
+        let mut req = Request {
+            requester,
+            name: name.to_vec(),
+            expanded: name.to_vec(),
+            dlopen,
+            outcome: Outcome::NotFound(false),
+            passed: Vec::new(),
+            notes: Vec::new(),
+        };
+        if name.contains(&b'$') {
+            match expand_dst(name, &self.dst(requester)) {
+                Some(e) if !e.is_empty() => req.expanded = e,
+                _ => {
+                    req.outcome =
+                        Outcome::BadName("empty dynamic string token substitution".into());
+                    self.requests.push(req);
+                    return;
+                }
+            }
+        }
+        if let Some((i, how)) = self.loaded_by_name(&req.expanded) {
+            req.outcome = Outcome::AlreadyLoaded(i, how);
+            self.requests.push(req);
+            return;
+        }
+        self.other_class = false;
+        self.last_step = None;
+        let name = req.expanded.clone();
+        let found = if name.contains(&b'/') {
+            self.try_file(&mut req, name.clone(), Step::Direct)
+        } else {
+            self.search(&mut req, requester, &name)
+        };
+        let step = self.last_step.take().unwrap_or(Step::Direct);
+        req.outcome = match found {
+            Try::Next => Outcome::NotFound(self.other_class),
+            Try::Fatal(path, msg) => Outcome::Failed(path, step, msg),
+            Try::Found(path, id) => self.found(&mut req, requester, dlopen, path, id, step),
+        };
+        self.requests.push(req);
+    }
+
+    fn found(
+        &mut self,
+        req: &mut Request,
+        requester: usize,
+        dlopen: bool,
+        path: Bytes,
+        id: FileId,
+        step: Step,
+    ) -> Outcome {
+        let same = self.objects.iter().position(|o| o.id == Some(id));
+        if let Some(i) = same {
+            if !self.objects[i].names.contains(&req.expanded) {
+                self.objects[i].names.push(req.expanded.clone());
+            }
+            return Outcome::AlreadyLoaded(i, Reuse::SameFile(path, step));
+        }
+        let info = match self.fs.read_elf(&path) {
+            Ok(info) => info,
+            Err(e) => return Outcome::Failed(path, step, e),
+        };
+        let origin = dirname(&absolute(&path, &self.fs.cwd()));
+        self.objects.push(Object {
+            path,
+            kind: if dlopen {
+                Kind::Dlopened
+            } else {
+                Kind::Library
+            },
+            info,
+            id: Some(id),
+            origin: Some(origin),
+            loader: if dlopen { None } else { Some(requester) },
+            names: vec![req.expanded.clone()],
+        });
+        Outcome::Loaded(self.objects.len() - 1, step)
+    }
+
+    fn try_file(&mut self, req: &mut Request, path: Bytes, step: Step) -> Try {
+        self.last_step = Some(step);
+        let why = match self.fs.probe(&path) {
+            Probe::Missing => Passed::Missing,
+            Probe::Denied => Passed::Denied,
+            Probe::Failed(e) => Passed::Unreadable(e),
+            Probe::Directory => {
+                return Try::Fatal(path, "cannot read file data: Is a directory".into())
+            }
+            Probe::File(id, h) => match self.s.target.verify(&h) {
+                Verdict::Accept => return Try::Found(path, id),
+                Verdict::Fatal(m) => return Try::Fatal(path, m),
+                Verdict::Skip(Skip::WrongClass(c)) => {
+                    self.other_class = true;
+                    Passed::WrongClass(c)
+                }
+                Verdict::Skip(Skip::WrongMachine(m)) => Passed::WrongMachine(m),
+            },
+        };
+        req.passed.push(Attempt { path, step, why });
+        Try::Next
+    }
+
+    fn try_dirs(&mut self, req: &mut Request, dirs: &[SearchDir], name: &[u8], step: Step) -> Try {
+        for d in dirs {
+            self.note_hwcaps(req, &d.dir, name);
+            let mut path = d.dir.clone();
+            path.extend_from_slice(name);
+            match self.try_file(req, path, step) {
+                Try::Next => continue,
+                t => return t,
+            }
+        }
+        Try::Next
+    }
+
+    fn note_hwcaps(&self, req: &mut Request, dir: &[u8], name: &[u8]) {
+        let subdirs = self.s.target.hwcaps_subdirs();
+        if subdirs.is_empty() {
+            return;
+        }
+        let mut base = dir.to_vec();
+        base.extend_from_slice(b"glibc-hwcaps/");
+        if !self.fs.is_dir(&base) {
+            return;
+        }
+        for sub in subdirs {
+            let mut p = base.clone();
+            p.extend_from_slice(sub.as_bytes());
+            p.push(b'/');
+            p.extend_from_slice(name);
+            if let Probe::File(_, h) = self.fs.probe(&p) {
+                if self.s.target.verify(&h) == Verdict::Accept {
+                    req.notes.push(format!(
+                        "{} exists: on CPUs that support {sub} the loader takes it before \
+                         {}{} (glibc-hwcaps subdirectories are not modelled)",
+                        String::from_utf8_lossy(&p),
+                        String::from_utf8_lossy(dir),
+                        String::from_utf8_lossy(name)
+                    ));
+                }
+            }
+        }
+    }
+
+    fn rpath_dirs(&self, i: usize) -> Vec<SearchDir> {
+        match self.objects[i].info.effective_rpath() {
+            Some(r) => expand_list(r, b":", &self.dst(i)),
+            None => Vec::new(),
+        }
+    }
+
+    fn search(&mut self, req: &mut Request, requester: usize, name: &[u8]) -> Try {
+        let info = self.objects[requester].info.clone();
+        if info.runpath.is_none() {
+            let mut did_main = false;
+            let mut l = Some(requester);
+            while let Some(i) = l {
+                let dirs = self.rpath_dirs(i);
+                if !dirs.is_empty() {
+                    match self.try_dirs(req, &dirs, name, Step::Rpath(i)) {
+                        Try::Next => {}
+                        t => return t,
+                    }
+                    did_main |= i == 0;
+                }
+                l = self.objects[i].loader;
+            }
+            if !did_main {
+                let dirs = self.rpath_dirs(0);
+                match self.try_dirs(req, &dirs, name, Step::Rpath(0)) {
+                    Try::Next => {}
+                    t => return t,
+                }
+            }
+        }
+        if let Some(llp) = self.s.ld_library_path.clone() {
+            let dirs = expand_list(&llp, b":;", &self.dst(0));
+            match self.try_dirs(req, &dirs, name, Step::LdLibraryPath) {
+                Try::Next => {}
+                t => return t,
+            }
+        }
+        if let Some(rp) = &info.runpath {
+            let dirs = expand_list(rp, b":", &self.dst(requester));
+            match self.try_dirs(req, &dirs, name, Step::Runpath(requester)) {
+                Try::Next => {}
+                t => return t,
+            }
+        }
+        if let Some(cache) = &self.s.cache {
+            let lookup = cache.lookup(name, &self.s.target.cache_flags());
+            for (path, why) in lookup.passed_over {
+                req.passed.push(Attempt {
+                    path,
+                    step: Step::Cache,
+                    why: Passed::CacheEntry(why),
+                });
+            }
+            if let Some(path) = lookup.chosen {
+                if info.nodeflib() && self.s.system_dirs.iter().any(|d| path.starts_with(d)) {
+                    req.passed.push(Attempt {
+                        path,
+                        step: Step::Cache,
+                        why: Passed::Nodeflib,
+                    });
+                } else {
+                    match self.try_file(req, path, Step::Cache) {
+                        Try::Next => {}
+                        t => return t,
+                    }
+                }
+            }
+        }
+        if info.nodeflib() {
+            req.notes
+                .push("default directories skipped: the requester has DF_1_NODEFLIB".into());
+            return Try::Next;
+        }
+        let dirs: Vec<SearchDir> = self
+            .s
+            .system_dirs
+            .iter()
+            .map(|d| SearchDir {
+                entry: d.clone(),
+                dir: d.clone(),
+            })
+            .collect();
+        self.try_dirs(req, &dirs, name, Step::DefaultDirs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fsview::mem::MemFs;
+    use crate::fsview::DF_1_NODEFLIB;
+    use crate::target::{RawHeader, CLASS32, CLASS64, EM_386, EM_AARCH64, EM_X86_64};
+
+    fn dst<'a>(origin: &'a [u8]) -> Dst<'a> {
+        Dst {
+            origin: Some(origin),
+            lib: b"lib64",
+            platform: Some(b"x86_64"),
+        }
+    }
+
+    #[test]
+    fn expands_origin_lib_and_platform_like_the_loader() {
+        let d = dst(b"/opt/app/bin");
+        let e = |s: &str| expand_dst(s.as_bytes(), &d).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(e("$ORIGIN/../lib").unwrap(), "/opt/app/bin/../lib");
+        assert_eq!(e("${ORIGIN}/x").unwrap(), "/opt/app/bin/x");
+        assert_eq!(e("/usr/$LIB/$PLATFORM").unwrap(), "/usr/lib64/x86_64");
+        assert_eq!(e("/a/${LIB}64").unwrap(), "/a/lib6464");
+        // Not tokens: an identifier character follows, an unknown name, an unclosed brace.
+        assert_eq!(e("$ORIGINAL/x").unwrap(), "$ORIGINAL/x");
+        assert_eq!(e("$LIBDIR").unwrap(), "$LIBDIR");
+        assert_eq!(e("$FOO/$").unwrap(), "$FOO/$");
+        assert_eq!(e("${ORIGIN/x").unwrap(), "${ORIGIN/x");
+        // A known token without a value drops the path.
+        let none = Dst {
+            origin: None,
+            lib: b"lib",
+            platform: None,
+        };
+        assert_eq!(expand_dst(b"$PLATFORM/x", &none), None);
+        assert_eq!(expand_dst(b"$ORIGIN", &none), None);
+    }
+
+    #[test]
+    fn search_lists_split_trim_and_dedupe() {
+        let d = dst(b"/o");
+        let dirs: Vec<String> = expand_list(b"/a//:$ORIGIN::/a:/:$ORIGIN/", b":", &d)
+            .into_iter()
+            .map(|s| String::from_utf8(s.dir).unwrap())
+            .collect();
+        assert_eq!(dirs, vec!["/a/", "/o/", "", "/"]);
+        assert!(expand_list(b"", b":", &d).is_empty());
+        let llp: Vec<String> = expand_list(b"/x;/y:/z", b":;", &d)
+            .into_iter()
+            .map(|s| String::from_utf8(s.dir).unwrap())
+            .collect();
+        assert_eq!(llp, vec!["/x/", "/y/", "/z/"]);
+    }
+
+    fn settings(cache: Option<LdCache>) -> Settings {
+        Settings {
+            target: Target::of(&RawHeader::parse(&crate::fsview::mem::header(
+                CLASS64, EM_X86_64,
+            ))),
+            system_dirs: vec![b"/lib/".to_vec(), b"/usr/lib/".to_vec()],
+            lib: b"lib".to_vec(),
+            platform: Some(b"x86_64".to_vec()),
+            cache_path: b"/etc/ld.so.cache".to_vec(),
+            cache,
+            ld_library_path: None,
+            interpreter: Some(Interpreter {
+                path: b"/lib64/ld-linux-x86-64.so.2".to_vec(),
+                soname: Some(b"ld-linux-x86-64.so.2".to_vec()),
+            }),
+        }
+    }
+
+    fn lib(needed: &[&str], runpath: Option<&str>, rpath: Option<&str>) -> ElfInfo {
+        ElfInfo {
+            needed: needed.iter().map(|n| n.as_bytes().to_vec()).collect(),
+            runpath: runpath.map(|r| r.as_bytes().to_vec()),
+            rpath: rpath.map(|r| r.as_bytes().to_vec()),
+            dynamic: true,
+            ..ElfInfo::default()
+        }
+    }
+
+    fn program(info: ElfInfo) -> Program {
+        Program {
+            path: b"/app/bin/app".to_vec(),
+            origin: b"/app/bin".to_vec(),
+            info,
+        }
+    }
+
+    /// Where each name was found: (name, path or "-", step).
+    fn summary(r: &Resolution) -> Vec<(String, String, String)> {
+        r.requests
+            .iter()
+            .map(|q| {
+                let name = String::from_utf8_lossy(&q.expanded).into_owned();
+                let (path, how) = match &q.outcome {
+                    Outcome::Loaded(i, st) => (r.objects[*i].path.clone(), r.step_label(*st)),
+                    Outcome::AlreadyLoaded(i, how) => {
+                        (r.objects[*i].path.clone(), format!("already: {how:?}"))
+                    }
+                    Outcome::NotFound(oc) => (b"-".to_vec(), format!("not found {oc}")),
+                    Outcome::Failed(p, _, e) => (p.clone(), format!("failed: {e}")),
+                    Outcome::BadName(e) => (b"-".to_vec(), e.clone()),
+                };
+                (name, String::from_utf8_lossy(&path).into_owned(), how)
+            })
+            .collect()
+    }
+
+    fn row(name: &str, path: &str, how: &str) -> (String, String, String) {
+        (name.into(), path.into(), how.into())
+    }
+
+    #[test]
+    fn rpath_chain_then_ld_library_path_then_own_runpath_then_cache_then_defaults() {
+        let mut fs = MemFs::default();
+        // Every name exists in every place; each is found by the earliest step that has it.
+        fs.lib("/rp-exe/liba.so", lib(&["libb.so"], None, None))
+            .lib("/llp/liba.so", ElfInfo::default())
+            .lib("/llp/libb.so", ElfInfo::default())
+            .lib("/llp/libd.so", ElfInfo::default())
+            .lib("/rp-exe/libb.so", ElfInfo::default())
+            .lib("/ru/libc.so", ElfInfo::default())
+            .lib("/cached/libe.so", ElfInfo::default())
+            .lib("/lib/libe.so", ElfInfo::default())
+            .lib("/usr/lib/libf.so", ElfInfo::default())
+            .lib(
+                "/llp/libc2.so",
+                lib(&["libc.so", "libg.so"], Some("/ru"), Some("/ignored")),
+            )
+            .lib("/rp-exe/libg.so", ElfInfo::default());
+        let cache = LdCache {
+            entries: vec![crate::ldcache::Entry {
+                flags: 0x303,
+                key: b"libe.so".to_vec(),
+                value: b"/cached/libe.so".to_vec(),
+                osversion: 0,
+                hwcap: 0,
+            }],
+        };
+        let mut s = settings(Some(cache));
+        s.ld_library_path = Some(b"/llp".to_vec());
+        let exe = lib(
+            &["liba.so", "libd.so", "libc2.so", "libe.so", "libf.so"],
+            None,
+            Some("/rp-exe"),
+        );
+        let r = resolve(program(exe), &[], &s, &fs);
+        assert_eq!(
+            summary(&r),
+            vec![
+                row("liba.so", "/rp-exe/liba.so", "RPATH of /app/bin/app"),
+                row("libd.so", "/llp/libd.so", "LD_LIBRARY_PATH"),
+                row("libc2.so", "/llp/libc2.so", "LD_LIBRARY_PATH"),
+                row("libe.so", "/cached/libe.so", "ld.so.cache"),
+                row("libf.so", "/usr/lib/libf.so", "default directories"),
+                // liba has no RUNPATH: the program's RPATH applies (the loader chain).
+                row("libb.so", "/rp-exe/libb.so", "RPATH of /app/bin/app"),
+                // libc2 has RUNPATH: no RPATH at all (its own is ignored, the program's too).
+                row("libc.so", "/ru/libc.so", "RUNPATH of /llp/libc2.so"),
+                row("libg.so", "-", "not found false"),
+            ]
+        );
+    }
+
+    #[test]
+    fn wrong_class_is_passed_over_and_garbage_stops_the_load() {
+        let mut fs = MemFs::default();
+        fs.elf("/a/libw.so", CLASS32, EM_386, ElfInfo::default())
+            .elf("/b/libw.so", CLASS64, EM_AARCH64, ElfInfo::default())
+            .lib("/c/libw.so", ElfInfo::default())
+            .elf("/a/libonly32.so", CLASS32, EM_386, ElfInfo::default())
+            .data(
+                "/a/libscript.so",
+                b"/* GNU ld script */ GROUP ( libfoo.so.1 ) and some padding to 64 bytes",
+            )
+            .lib("/c/libscript.so", ElfInfo::default());
+        let exe = lib(
+            &["libw.so", "libonly32.so", "libscript.so"],
+            Some("/a:/b:/c"),
+            None,
+        );
+        let r = resolve(program(exe), &[], &settings(None), &fs);
+        let s = summary(&r);
+        assert_eq!(
+            s[0],
+            row("libw.so", "/c/libw.so", "RUNPATH of /app/bin/app")
+        );
+        assert_eq!(
+            r.requests[0]
+                .passed
+                .iter()
+                .map(|a| a.why.clone())
+                .collect::<Vec<_>>(),
+            vec![
+                Passed::WrongClass(CLASS32),
+                Passed::WrongMachine(EM_AARCH64)
+            ]
+        );
+        assert_eq!(s[1].2, "not found true");
+        assert_eq!(
+            s[2],
+            row(
+                "libscript.so",
+                "/a/libscript.so",
+                "failed: invalid ELF header"
+            )
+        );
+    }
+
+    #[test]
+    fn names_and_files_are_loaded_once() {
+        let mut fs = MemFs::default();
+        fs.lib(
+            "/l/libx.so.1",
+            ElfInfo {
+                soname: Some(b"libx.so.1".to_vec()),
+                ..ElfInfo::default()
+            },
+        )
+        .link("/l/libx.so", "libx.so.1")
+        .lib(
+            "/l/liby.so",
+            lib(&["libx.so.1", "ld-linux-x86-64.so.2"], None, None),
+        );
+        let exe = lib(
+            &["libx.so", "liby.so", "libx.so.1", "libx.so"],
+            Some("/l"),
+            None,
+        );
+        let r = resolve(program(exe), &[], &settings(None), &fs);
+        let s = summary(&r);
+        assert_eq!(
+            s[0],
+            row("libx.so", "/l/libx.so", "RUNPATH of /app/bin/app")
+        );
+        assert_eq!(
+            s[1],
+            row("liby.so", "/l/liby.so", "RUNPATH of /app/bin/app")
+        );
+        // The SONAME of the object loaded as libx.so matches before any search.
+        assert_eq!(s[2], row("libx.so.1", "/l/libx.so", "already: Soname"));
+        assert_eq!(s[3], row("libx.so", "/l/libx.so", "already: Name"));
+        // liby has no RUNPATH: it finds nothing by search, but the name is loaded already.
+        assert_eq!(s[4], row("libx.so.1", "/l/libx.so", "already: Soname"));
+        assert_eq!(
+            s[5],
+            row(
+                "ld-linux-x86-64.so.2",
+                "/lib64/ld-linux-x86-64.so.2",
+                "already: Soname"
+            )
+        );
+    }
+
+    #[test]
+    fn the_same_file_under_another_name_is_the_same_object() {
+        let mut fs = MemFs::default();
+        fs.lib("/l/libreal.so.1", ElfInfo::default())
+            .link("/l/libalias.so.1", "libreal.so.1");
+        let exe = lib(&["libreal.so.1", "libalias.so.1"], Some("/l"), None);
+        let r = resolve(program(exe), &[], &settings(None), &fs);
+        assert_eq!(
+            r.requests[1].outcome,
+            Outcome::AlreadyLoaded(
+                2,
+                Reuse::SameFile(b"/l/libalias.so.1".to_vec(), Step::Runpath(0))
+            )
+        );
+    }
+
+    #[test]
+    fn nodeflib_skips_default_directories_and_cache_entries_inside_them() {
+        let mut fs = MemFs::default();
+        fs.lib("/lib/libz.so.1", ElfInfo::default())
+            .lib("/opt/libq.so.1", ElfInfo::default());
+        let cache = LdCache {
+            entries: vec![
+                crate::ldcache::Entry {
+                    flags: 0x303,
+                    key: b"libq.so.1".to_vec(),
+                    value: b"/opt/libq.so.1".to_vec(),
+                    osversion: 0,
+                    hwcap: 0,
+                },
+                crate::ldcache::Entry {
+                    flags: 0x303,
+                    key: b"libz.so.1".to_vec(),
+                    value: b"/lib/libz.so.1".to_vec(),
+                    osversion: 0,
+                    hwcap: 0,
+                },
+            ],
+        };
+        let mut exe = lib(&["libz.so.1", "libq.so.1"], None, None);
+        exe.flags_1 = DF_1_NODEFLIB;
+        let r = resolve(program(exe), &[], &settings(Some(cache)), &fs);
+        let s = summary(&r);
+        assert_eq!(s[0].2, "not found false");
+        assert_eq!(r.requests[0].passed[0].why, Passed::Nodeflib);
+        assert_eq!(s[1], row("libq.so.1", "/opt/libq.so.1", "ld.so.cache"));
+    }
+
+    #[test]
+    fn files_in_glibc_hwcaps_subdirectories_are_noted_not_taken() {
+        let mut fs = MemFs::default();
+        fs.lib("/l/libv.so.1", ElfInfo::default())
+            .lib("/l/glibc-hwcaps/x86-64-v3/libv.so.1", ElfInfo::default());
+        let exe = lib(&["libv.so.1"], Some("/l"), None);
+        let r = resolve(program(exe), &[], &settings(None), &fs);
+        assert_eq!(
+            summary(&r)[0],
+            row("libv.so.1", "/l/libv.so.1", "RUNPATH of /app/bin/app")
+        );
+        assert_eq!(r.requests[0].notes.len(), 1);
+        assert!(r.requests[0].notes[0].starts_with("/l/glibc-hwcaps/x86-64-v3/libv.so.1 exists"));
+    }
+
+    #[test]
+    fn origin_in_needed_and_dlopen_from_the_program() {
+        let mut fs = MemFs::default();
+        fs.lib(
+            "/app/bin/plugins/libp.so",
+            lib(&["libdep.so"], Some("$ORIGIN"), None),
+        )
+        .lib("/app/bin/plugins/libdep.so", ElfInfo::default())
+        .lib("/app/lib/libcuda.so.1", ElfInfo::default());
+        let exe = lib(&["$ORIGIN/plugins/libp.so"], Some("$ORIGIN/../lib"), None);
+        let r = resolve(
+            program(exe),
+            &[b"libcuda.so.1".to_vec()],
+            &settings(None),
+            &fs,
+        );
+        let s = summary(&r);
+        assert_eq!(
+            s[0],
+            row(
+                "/app/bin/plugins/libp.so",
+                "/app/bin/plugins/libp.so",
+                "path in DT_NEEDED"
+            )
+        );
+        assert_eq!(
+            s[1],
+            row(
+                "libdep.so",
+                "/app/bin/plugins/libdep.so",
+                "RUNPATH of /app/bin/plugins/libp.so"
+            )
+        );
+        assert_eq!(
+            s[2],
+            row(
+                "libcuda.so.1",
+                "/app/bin/../lib/libcuda.so.1",
+                "RUNPATH of /app/bin/app"
+            )
+        );
+        assert!(r.requests[2].dlopen);
+    }
+}

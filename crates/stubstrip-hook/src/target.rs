@@ -1,0 +1,554 @@
+//! What glibc's dynamic loader knows about its own architecture: which files it accepts, which
+//! `ld.so.cache` entries are its own, and its built-in defaults.
+//!
+//! Pure data derived from an ELF header. The facts come from glibc: `open_verify` in
+//! `elf/dl-load.c` (which header mismatches skip a file and which stop the load),
+//! `elf_machine_matches_host` in each `sysdeps/*/dl-machine.h`, and `_dl_cache_check_flags` /
+//! `_DL_CACHE_DEFAULT_ID` in each `sysdeps/unix/sysv/linux/*/dl-cache.h`.
+
+/// `EM_SPARC`.
+pub const EM_SPARC: u16 = 2;
+/// `EM_386`.
+pub const EM_386: u16 = 3;
+/// `EM_MIPS`.
+pub const EM_MIPS: u16 = 8;
+/// `EM_SPARC32PLUS`.
+pub const EM_SPARC32PLUS: u16 = 18;
+/// `EM_PPC`.
+pub const EM_PPC: u16 = 20;
+/// `EM_PPC64`.
+pub const EM_PPC64: u16 = 21;
+/// `EM_S390`.
+pub const EM_S390: u16 = 22;
+/// `EM_ARM`.
+pub const EM_ARM: u16 = 40;
+/// `EM_SPARCV9`.
+pub const EM_SPARCV9: u16 = 43;
+/// `EM_IA_64`.
+pub const EM_IA_64: u16 = 50;
+/// `EM_X86_64`.
+pub const EM_X86_64: u16 = 62;
+/// `EM_AARCH64`.
+pub const EM_AARCH64: u16 = 183;
+/// `EM_RISCV`.
+pub const EM_RISCV: u16 = 243;
+/// `EM_LOONGARCH`.
+pub const EM_LOONGARCH: u16 = 258;
+
+/// `ELFCLASS32`.
+pub const CLASS32: u8 = 1;
+/// `ELFCLASS64`.
+pub const CLASS64: u8 = 2;
+/// `ELFDATA2LSB`.
+pub const DATA_LSB: u8 = 1;
+/// `ELFDATA2MSB`.
+pub const DATA_MSB: u8 = 2;
+
+const EF_ARM_ABI_FLOAT_SOFT: u32 = 0x200;
+const EF_ARM_ABI_FLOAT_HARD: u32 = 0x400;
+const EF_MIPS_ABI2: u32 = 0x20;
+const EF_MIPS_NAN2008: u32 = 0x400;
+const EF_RISCV_FLOAT_ABI: u32 = 0x6;
+const EF_RISCV_FLOAT_ABI_DOUBLE: u32 = 0x4;
+const EF_LARCH_ABI_MODIFIER: u32 = 0x7;
+
+/// The fields of an ELF file header the loader checks, decoded from its first bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawHeader {
+    /// How many bytes were available (the loader needs a whole header of its own class).
+    pub len: usize,
+    /// Whether the file starts with `\x7fELF`.
+    pub magic: bool,
+    /// `EI_CLASS`.
+    pub class: u8,
+    /// `EI_DATA`.
+    pub data: u8,
+    /// `EI_VERSION`.
+    pub ident_version: u8,
+    /// `EI_OSABI`.
+    pub osabi: u8,
+    /// `EI_ABIVERSION`.
+    pub abiversion: u8,
+    /// Whether `EI_PAD` is all zero.
+    pub pad_zero: bool,
+    /// `e_type`.
+    pub e_type: u16,
+    /// `e_machine`.
+    pub machine: u16,
+    /// `e_version`.
+    pub version: u32,
+    /// `e_flags`.
+    pub flags: u32,
+    /// `e_phentsize`.
+    pub phentsize: u16,
+}
+
+impl RawHeader {
+    /// Decodes the first bytes of a file (64 are enough for both classes). Fields that lie past
+    /// the end of `head` read as zero.
+    pub fn parse(head: &[u8]) -> RawHeader {
+        let b = |i: usize| head.get(i).copied().unwrap_or(0);
+        let class = b(4);
+        let data = b(5);
+        let u16_at = |i: usize| {
+            let (x, y) = (b(i) as u16, b(i + 1) as u16);
+            if data == DATA_MSB {
+                x << 8 | y
+            } else {
+                y << 8 | x
+            }
+        };
+        let u32_at = |i: usize| {
+            let v = [b(i), b(i + 1), b(i + 2), b(i + 3)];
+            if data == DATA_MSB {
+                u32::from_be_bytes(v)
+            } else {
+                u32::from_le_bytes(v)
+            }
+        };
+        let (flags_at, phentsize_at) = if class == CLASS64 { (48, 54) } else { (36, 42) };
+        RawHeader {
+            len: head.len(),
+            magic: head.starts_with(b"\x7fELF"),
+            class,
+            data,
+            ident_version: b(6),
+            osabi: b(7),
+            abiversion: b(8),
+            pad_zero: (9..16).all(|i| b(i) == 0),
+            e_type: u16_at(16),
+            machine: u16_at(18),
+            version: u32_at(20),
+            flags: u32_at(flags_at),
+            phentsize: u16_at(phentsize_at),
+        }
+    }
+}
+
+/// Why the loader passes over a candidate file and goes on searching.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Skip {
+    /// `ELFCLASS32` where `ELFCLASS64` is wanted or the reverse.
+    WrongClass(u8),
+    /// Another `e_machine` (or another float ABI of the same machine).
+    WrongMachine(u16),
+}
+
+/// What the loader does with a file it opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The file is loaded.
+    Accept,
+    /// The file is silently passed over.
+    Skip(Skip),
+    /// The load fails with this message (glibc's wording).
+    Fatal(String),
+}
+
+/// The architecture a loader was built for, as far as library search cares: taken from the
+/// program being explained (the loader must match it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// `ELFCLASS32` or `ELFCLASS64`.
+    pub class: u8,
+    /// `ELFDATA2LSB` or `ELFDATA2MSB`.
+    pub data: u8,
+    /// `e_machine`.
+    pub machine: u16,
+    /// The ABI bits of `e_flags` that select a loader (ARM float ABI, MIPS ABI and NaN mode,
+    /// RISC-V and LoongArch float ABI); other bits are zero.
+    pub abi_flags: u32,
+}
+
+impl Target {
+    /// The target of a program with this header.
+    pub fn of(h: &RawHeader) -> Target {
+        let abi_flags = match h.machine {
+            EM_ARM => {
+                if h.flags & EF_ARM_ABI_FLOAT_SOFT != 0 && h.flags & EF_ARM_ABI_FLOAT_HARD == 0 {
+                    EF_ARM_ABI_FLOAT_SOFT
+                } else {
+                    EF_ARM_ABI_FLOAT_HARD
+                }
+            }
+            EM_MIPS => h.flags & (EF_MIPS_ABI2 | EF_MIPS_NAN2008),
+            EM_RISCV => h.flags & EF_RISCV_FLOAT_ABI,
+            EM_LOONGARCH => h.flags & EF_LARCH_ABI_MODIFIER,
+            _ => 0,
+        };
+        Target {
+            class: h.class,
+            data: h.data,
+            machine: h.machine,
+            abi_flags,
+        }
+    }
+
+    /// A short name: `x86_64`, `i386`, `aarch64`, `armhf`, ...
+    pub fn name(&self) -> String {
+        let le = self.data == DATA_LSB;
+        let s = match (self.machine, self.class) {
+            (EM_X86_64, CLASS64) => "x86_64",
+            (EM_X86_64, _) => "x32",
+            (EM_386, _) => "i386",
+            (EM_AARCH64, CLASS64) if le => "aarch64",
+            (EM_AARCH64, CLASS64) => "aarch64_be",
+            (EM_AARCH64, _) => "aarch64_ilp32",
+            (EM_ARM, _) if self.abi_flags == EF_ARM_ABI_FLOAT_SOFT => "armel",
+            (EM_ARM, _) => "armhf",
+            (EM_PPC64, _) if le => "ppc64le",
+            (EM_PPC64, _) => "ppc64",
+            (EM_PPC, _) => "ppc",
+            (EM_S390, CLASS64) => "s390x",
+            (EM_S390, _) => "s390",
+            (EM_RISCV, CLASS64) => "riscv64",
+            (EM_RISCV, _) => "riscv32",
+            (EM_MIPS, CLASS64) => "mips64",
+            (EM_MIPS, _) if self.abi_flags & EF_MIPS_ABI2 != 0 => "mipsn32",
+            (EM_MIPS, _) => "mips",
+            (EM_LOONGARCH, _) => "loongarch64",
+            (EM_SPARCV9, _) => "sparc64",
+            (EM_SPARC | EM_SPARC32PLUS, _) => "sparc",
+            (EM_IA_64, _) => "ia64",
+            (m, c) => return format!("machine {m} ELFCLASS{}", if c == CLASS64 { 64 } else { 32 }),
+        };
+        s.to_string()
+    }
+
+    /// What `open_verify` does with a file whose header is `h`, for a loader of this target.
+    pub fn verify(&self, h: &RawHeader) -> Verdict {
+        let ehdr_size = if self.class == CLASS64 { 64 } else { 52 };
+        if h.len < ehdr_size {
+            return Verdict::Fatal("file too short".into());
+        }
+        if !h.magic {
+            return Verdict::Fatal("invalid ELF header".into());
+        }
+        if h.class != self.class {
+            return Verdict::Skip(Skip::WrongClass(h.class));
+        }
+        if h.data != self.data {
+            return Verdict::Fatal(if self.data == DATA_MSB {
+                "ELF file data encoding not big-endian".into()
+            } else {
+                "ELF file data encoding not little-endian".into()
+            });
+        }
+        if h.ident_version != 1 {
+            return Verdict::Fatal("ELF file version ident does not match current one".into());
+        }
+        // Linux accepts ELFOSABI_SYSV and ELFOSABI_GNU; SYSV requires ABI version 0.
+        match h.osabi {
+            0 if h.abiversion != 0 => return Verdict::Fatal("ELF file ABI version invalid".into()),
+            0 | 3 => {}
+            _ => return Verdict::Fatal("ELF file OS ABI invalid".into()),
+        }
+        if !h.pad_zero {
+            return Verdict::Fatal("nonzero padding in e_ident".into());
+        }
+        if h.version != 1 {
+            return Verdict::Fatal("ELF file version does not match current one".into());
+        }
+        if !self.machine_matches(h) {
+            return Verdict::Skip(Skip::WrongMachine(h.machine));
+        }
+        if h.e_type != 2 && h.e_type != 3 {
+            return Verdict::Fatal("only ET_DYN and ET_EXEC can be loaded".into());
+        }
+        let phent = if self.class == CLASS64 { 56 } else { 32 };
+        if h.phentsize != phent {
+            return Verdict::Fatal("ELF file's phentsize not the expected size".into());
+        }
+        Verdict::Accept
+    }
+
+    /// `elf_machine_matches_host`: the machine, and where the loader cares, the ABI in `e_flags`.
+    fn machine_matches(&self, h: &RawHeader) -> bool {
+        let other = Target::of(h);
+        match self.machine {
+            EM_SPARC | EM_SPARC32PLUS => matches!(h.machine, EM_SPARC | EM_SPARC32PLUS),
+            // An ARM loader accepts objects of its float ABI and unmarked ones.
+            EM_ARM => {
+                h.machine == EM_ARM
+                    && (h.flags & (EF_ARM_ABI_FLOAT_SOFT | EF_ARM_ABI_FLOAT_HARD) == 0
+                        || other.abi_flags == self.abi_flags)
+            }
+            EM_MIPS => h.machine == EM_MIPS && other.abi_flags == self.abi_flags,
+            EM_RISCV | EM_LOONGARCH => {
+                h.machine == self.machine && other.abi_flags == self.abi_flags
+            }
+            m => h.machine == m,
+        }
+    }
+
+    /// The `ld.so.cache` entry flags this loader accepts (`_dl_cache_check_flags`).
+    pub fn cache_flags(&self) -> Vec<i32> {
+        const LIBC6: i32 = 0x0003;
+        let only = |id: i32| vec![id];
+        let c64 = self.class == CLASS64;
+        match self.machine {
+            EM_X86_64 if c64 => only(0x0300 | LIBC6),
+            EM_X86_64 => only(0x0800 | LIBC6),
+            EM_AARCH64 if c64 => only(0x0a00 | LIBC6),
+            EM_PPC64 => only(0x0500 | LIBC6),
+            EM_S390 if c64 => only(0x0400 | LIBC6),
+            EM_SPARCV9 => only(0x0100 | LIBC6),
+            EM_IA_64 => only(0x0200 | LIBC6),
+            EM_ARM if self.abi_flags == EF_ARM_ABI_FLOAT_SOFT => vec![0x0b00 | LIBC6, LIBC6],
+            EM_ARM => vec![0x0900 | LIBC6, LIBC6],
+            EM_RISCV if self.abi_flags == EF_RISCV_FLOAT_ABI_DOUBLE => only(0x1000 | LIBC6),
+            EM_RISCV => only(0x0f00 | LIBC6),
+            EM_LOONGARCH if self.abi_flags == 3 => only(0x1200 | LIBC6),
+            EM_LOONGARCH => only(0x1100 | LIBC6),
+            EM_MIPS => {
+                let nan2008 = self.abi_flags & EF_MIPS_NAN2008 != 0;
+                let n32 = self.abi_flags & EF_MIPS_ABI2 != 0;
+                match (c64, n32, nan2008) {
+                    (true, _, false) => only(0x0700 | LIBC6),
+                    (true, _, true) => only(0x0e00 | LIBC6),
+                    (false, true, false) => only(0x0600 | LIBC6),
+                    (false, true, true) => only(0x0d00 | LIBC6),
+                    (false, false, true) => only(0x0c00 | LIBC6),
+                    (false, false, false) => vec![1, LIBC6],
+                }
+            }
+            _ => vec![1, LIBC6],
+        }
+    }
+
+    /// Debian's multiarch triplet for this target, if it has one.
+    pub fn triplet(&self) -> Option<&'static str> {
+        let le = self.data == DATA_LSB;
+        Some(match (self.machine, self.class) {
+            (EM_X86_64, CLASS64) => "x86_64-linux-gnu",
+            (EM_X86_64, _) => "x86_64-linux-gnux32",
+            (EM_386, _) => "i386-linux-gnu",
+            (EM_AARCH64, CLASS64) if le => "aarch64-linux-gnu",
+            (EM_ARM, _) if self.abi_flags == EF_ARM_ABI_FLOAT_SOFT => "arm-linux-gnueabi",
+            (EM_ARM, _) => "arm-linux-gnueabihf",
+            (EM_PPC64, _) if le => "powerpc64le-linux-gnu",
+            (EM_PPC64, _) => "powerpc64-linux-gnu",
+            (EM_PPC, _) => "powerpc-linux-gnu",
+            (EM_S390, CLASS64) => "s390x-linux-gnu",
+            (EM_RISCV, CLASS64) => "riscv64-linux-gnu",
+            (EM_MIPS, CLASS64) if le => "mips64el-linux-gnuabi64",
+            (EM_MIPS, CLASS32) if le && self.abi_flags & EF_MIPS_ABI2 == 0 => "mipsel-linux-gnu",
+            (EM_MIPS, CLASS32) if self.abi_flags & EF_MIPS_ABI2 == 0 => "mips-linux-gnu",
+            (EM_LOONGARCH, CLASS64) => "loongarch64-linux-gnu",
+            (EM_SPARCV9, _) => "sparc64-linux-gnu",
+            _ => return None,
+        })
+    }
+
+    /// Upstream glibc's `slibdir` for this target (`libdir` is the same under `/usr`).
+    fn upstream_slibdir(&self) -> &'static str {
+        let c64 = self.class == CLASS64;
+        match self.machine {
+            EM_X86_64 if c64 => "/lib64",
+            EM_X86_64 => "/libx32",
+            EM_AARCH64 | EM_PPC64 | EM_SPARCV9 | EM_LOONGARCH if c64 => "/lib64",
+            EM_S390 if c64 => "/lib64",
+            EM_RISCV if c64 && self.abi_flags == EF_RISCV_FLOAT_ABI_DOUBLE => "/lib64/lp64d",
+            EM_RISCV if c64 => "/lib64/lp64",
+            EM_RISCV if self.abi_flags == EF_RISCV_FLOAT_ABI_DOUBLE => "/lib32/ilp32d",
+            EM_RISCV => "/lib32/ilp32",
+            EM_MIPS if c64 => "/lib64",
+            EM_MIPS if self.abi_flags & EF_MIPS_ABI2 != 0 => "/lib32",
+            _ => "/lib",
+        }
+    }
+
+    /// The loader's built-in directories when they cannot be read from the loader itself:
+    /// Debian's multiarch layout (`/lib/<triplet>/`, `/usr/lib/<triplet>/`, `/lib/`, `/usr/lib/`)
+    /// when `multiarch`, else upstream glibc's `slibdir` and `libdir`. Each ends in `/`.
+    pub fn fallback_system_dirs(&self, multiarch: bool) -> Vec<Vec<u8>> {
+        match self.triplet().filter(|_| multiarch) {
+            Some(t) => vec![
+                format!("/lib/{t}/").into_bytes(),
+                format!("/usr/lib/{t}/").into_bytes(),
+                b"/lib/".to_vec(),
+                b"/usr/lib/".to_vec(),
+            ],
+            None => {
+                let s = self.upstream_slibdir();
+                vec![
+                    format!("{s}/").into_bytes(),
+                    format!("/usr{s}/").into_bytes(),
+                ]
+            }
+        }
+    }
+
+    /// The usual `PT_INTERP` of programs for this target (used for files that have none).
+    pub fn default_interpreter(&self) -> Option<&'static str> {
+        let le = self.data == DATA_LSB;
+        let c64 = self.class == CLASS64;
+        Some(match self.machine {
+            EM_X86_64 if c64 => "/lib64/ld-linux-x86-64.so.2",
+            EM_X86_64 => "/libx32/ld-linux-x32.so.2",
+            EM_386 => "/lib/ld-linux.so.2",
+            EM_AARCH64 if c64 && le => "/lib/ld-linux-aarch64.so.1",
+            EM_AARCH64 if c64 => "/lib/ld-linux-aarch64_be.so.1",
+            EM_ARM if self.abi_flags == EF_ARM_ABI_FLOAT_SOFT => "/lib/ld-linux.so.3",
+            EM_ARM => "/lib/ld-linux-armhf.so.3",
+            EM_PPC64 if le => "/lib64/ld64.so.2",
+            EM_PPC64 => "/lib64/ld64.so.1",
+            EM_PPC => "/lib/ld.so.1",
+            EM_S390 if c64 => "/lib/ld64.so.1",
+            EM_RISCV if c64 && self.abi_flags == EF_RISCV_FLOAT_ABI_DOUBLE => {
+                "/lib/ld-linux-riscv64-lp64d.so.1"
+            }
+            EM_RISCV if c64 => "/lib/ld-linux-riscv64-lp64.so.1",
+            EM_MIPS if c64 => "/lib64/ld.so.1",
+            EM_MIPS if self.abi_flags & EF_MIPS_ABI2 != 0 => "/lib32/ld.so.1",
+            EM_MIPS => "/lib/ld.so.1",
+            EM_LOONGARCH => "/lib64/ld-linux-loongarch-lp64d.so.1",
+            EM_SPARCV9 => "/lib64/ld-linux.so.2",
+            _ => return None,
+        })
+    }
+
+    /// The value of `$PLATFORM` the kernel usually passes (`AT_PLATFORM`) where it does not depend
+    /// on the CPU model; `None` where it does or the kernel passes none.
+    pub fn default_platform(&self) -> Option<&'static str> {
+        match (self.machine, self.class) {
+            (EM_X86_64, _) => Some("x86_64"),
+            (EM_386, _) => Some("i686"),
+            (EM_AARCH64, CLASS64) if self.data == DATA_LSB => Some("aarch64"),
+            (EM_AARCH64, CLASS64) => Some("aarch64_be"),
+            (EM_ARM, _) => Some("v7l"),
+            _ => None,
+        }
+    }
+
+    /// The `glibc-hwcaps` subdirectories a loader of this target may search first, depending on
+    /// the CPU (not modelled; `explain` notes files found there).
+    pub fn hwcaps_subdirs(&self) -> &'static [&'static str] {
+        match (self.machine, self.class) {
+            (EM_X86_64, CLASS64) => &["x86-64-v4", "x86-64-v3", "x86-64-v2"],
+            (EM_PPC64, _) if self.data == DATA_LSB => &["power10", "power9"],
+            (EM_S390, CLASS64) => &["z16", "z15", "z14", "z13"],
+            _ => &[],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(class: u8, data: u8, machine: u16, flags: u32) -> Vec<u8> {
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = class;
+        h[5] = data;
+        h[6] = 1;
+        let put16 = |h: &mut Vec<u8>, at: usize, v: u16| {
+            let b = if data == DATA_MSB {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            };
+            h[at..at + 2].copy_from_slice(&b);
+        };
+        let put32 = |h: &mut Vec<u8>, at: usize, v: u32| {
+            let b = if data == DATA_MSB {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            };
+            h[at..at + 4].copy_from_slice(&b);
+        };
+        put16(&mut h, 16, 3);
+        put16(&mut h, 18, machine);
+        put32(&mut h, 20, 1);
+        if class == CLASS64 {
+            put32(&mut h, 48, flags);
+            put16(&mut h, 54, 56);
+        } else {
+            put32(&mut h, 36, flags);
+            put16(&mut h, 42, 32);
+        }
+        h
+    }
+
+    fn target(class: u8, data: u8, machine: u16, flags: u32) -> Target {
+        Target::of(&RawHeader::parse(&header(class, data, machine, flags)))
+    }
+
+    #[test]
+    fn the_loader_skips_other_classes_and_machines_and_stops_on_garbage() {
+        let t = target(CLASS64, DATA_LSB, EM_X86_64, 0);
+        let v = |b: Vec<u8>| t.verify(&RawHeader::parse(&b));
+        assert_eq!(v(header(CLASS64, DATA_LSB, EM_X86_64, 0)), Verdict::Accept);
+        assert_eq!(
+            v(header(CLASS32, DATA_LSB, EM_386, 0)),
+            Verdict::Skip(Skip::WrongClass(CLASS32))
+        );
+        assert_eq!(
+            v(header(CLASS64, DATA_LSB, EM_AARCH64, 0)),
+            Verdict::Skip(Skip::WrongMachine(EM_AARCH64))
+        );
+        assert!(
+            matches!(v(b"/* GNU ld script */ INPUT(libfoo.so.1) ...................................".to_vec()), Verdict::Fatal(m) if m == "invalid ELF header")
+        );
+        assert!(matches!(v(b"\x7fELF".to_vec()), Verdict::Fatal(m) if m == "file too short"));
+        assert!(matches!(
+            v(header(CLASS64, DATA_MSB, EM_X86_64, 0)),
+            Verdict::Fatal(_)
+        ));
+    }
+
+    #[test]
+    fn arm_float_abis_do_not_mix_but_unmarked_objects_do() {
+        let hf = target(CLASS32, DATA_LSB, EM_ARM, 0x0500_0400);
+        assert_eq!(hf.name(), "armhf");
+        let v = |f| hf.verify(&RawHeader::parse(&header(CLASS32, DATA_LSB, EM_ARM, f)));
+        assert_eq!(v(0x0500_0400), Verdict::Accept);
+        assert_eq!(v(0x0500_0000), Verdict::Accept);
+        assert_eq!(v(0x0500_0200), Verdict::Skip(Skip::WrongMachine(EM_ARM)));
+        assert_eq!(hf.cache_flags(), vec![0x903, 3]);
+    }
+
+    #[test]
+    fn cache_flags_follow_glibc() {
+        assert_eq!(
+            target(CLASS64, DATA_LSB, EM_X86_64, 0).cache_flags(),
+            vec![0x303]
+        );
+        assert_eq!(
+            target(CLASS32, DATA_LSB, EM_X86_64, 0).cache_flags(),
+            vec![0x803]
+        );
+        assert_eq!(
+            target(CLASS32, DATA_LSB, EM_386, 0).cache_flags(),
+            vec![1, 3]
+        );
+        assert_eq!(
+            target(CLASS64, DATA_LSB, EM_AARCH64, 0).cache_flags(),
+            vec![0xa03]
+        );
+        assert_eq!(
+            target(CLASS64, DATA_LSB, EM_RISCV, 5).cache_flags(),
+            vec![0x1003]
+        );
+    }
+
+    #[test]
+    fn fallback_directories() {
+        let t = target(CLASS64, DATA_LSB, EM_X86_64, 0);
+        assert_eq!(
+            t.fallback_system_dirs(true),
+            vec![
+                b"/lib/x86_64-linux-gnu/".to_vec(),
+                b"/usr/lib/x86_64-linux-gnu/".to_vec(),
+                b"/lib/".to_vec(),
+                b"/usr/lib/".to_vec()
+            ]
+        );
+        assert_eq!(
+            t.fallback_system_dirs(false),
+            vec![b"/lib64/".to_vec(), b"/usr/lib64/".to_vec()]
+        );
+    }
+}

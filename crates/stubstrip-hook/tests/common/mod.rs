@@ -1,0 +1,293 @@
+//! Helpers for tests that build real programs with gcc and compare with the real loader.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub fn stubstrip() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_stubstrip"));
+    c.env_remove("LD_LIBRARY_PATH").env_remove("LD_PRELOAD");
+    c
+}
+
+/// A Nix store hash (valid base-32 characters).
+pub const HASH: &str = "0123456789abcdfghijklmnpqrsvwxyz";
+
+/// The host's loader.
+pub const LDSO: &str = "/lib64/ld-linux-x86-64.so.2";
+
+/// Whether the tests that need gcc and an x86-64 glibc host can run here.
+pub fn can_build() -> bool {
+    let ok = cfg!(target_arch = "x86_64")
+        && Path::new(LDSO).exists()
+        && Command::new("gcc")
+            .arg("--version")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+    if !ok {
+        eprintln!("skipping: needs gcc and {LDSO}");
+    }
+    ok
+}
+
+/// Runs a command, panicking with its output on failure.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Writes `src` to a C file in `dir` and returns its path.
+pub fn source(dir: &Path, name: &str, src: &str) -> PathBuf {
+    let p = dir.join(name);
+    fs::write(&p, src).unwrap();
+    p
+}
+
+/// Builds a shared library `dir/file` with this SONAME from C source, plus extra gcc arguments.
+pub fn shared(dir: &Path, file: &str, soname: &str, src: &str, extra: &[&str]) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let c = source(dir, &format!("{file}.c"), src);
+    let out = dir.join(file);
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&c)
+        .arg(format!("-Wl,-soname,{soname}"))
+        .args(extra);
+    run_ok(&mut cmd);
+    fs::remove_file(c).unwrap();
+    out
+}
+
+/// Builds an executable from C source with extra gcc arguments.
+pub fn program(path: &Path, src: &str, extra: &[&str]) -> PathBuf {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c = path.with_extension("c");
+    fs::write(&c, src).unwrap();
+    let mut cmd = Command::new("gcc");
+    cmd.arg("-o").arg(path).arg(&c).args(extra);
+    run_ok(&mut cmd);
+    fs::remove_file(c).unwrap();
+    path.to_path_buf()
+}
+
+/// Whether gcc can build 32-bit shared libraries here.
+pub fn m32_works(dir: &Path) -> bool {
+    let c = source(dir, "m32probe.c", "int f(void){return 0;}\n");
+    let ok = Command::new("gcc")
+        .args(["-m32", "-shared", "-fPIC", "-o"])
+        .arg(dir.join("m32probe.so"))
+        .arg(&c)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    let _ = fs::remove_file(c);
+    let _ = fs::remove_file(dir.join("m32probe.so"));
+    ok
+}
+
+/// What the host loader says about itself (`ld.so --list-diagnostics`).
+pub struct Diagnostics {
+    /// `dl_platform`.
+    pub platform: String,
+    /// `dl_dst_lib`.
+    pub lib: String,
+    /// `path.system_dirs[...]`.
+    pub system_dirs: Vec<String>,
+}
+
+/// The host loader's diagnostics (glibc 2.33 and later).
+pub fn diagnostics() -> Option<Diagnostics> {
+    let out = Command::new(LDSO).arg("--list-diagnostics").output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    Some(Diagnostics {
+        platform: value("dl_platform")?,
+        lib: value("dl_dst_lib")?,
+        system_dirs: text
+            .lines()
+            .filter(|l| l.starts_with("path.system_dirs["))
+            .filter_map(|l| {
+                l.split_once('=')
+                    .map(|(_, v)| v.trim_matches('"').to_string())
+            })
+            .collect(),
+    })
+}
+
+/// What the real loader did, from `LD_DEBUG=libs`.
+#[derive(Debug, Default)]
+pub struct LoaderTrace {
+    /// For each searched name, the file it opened (the last `trying file=` of its search), or
+    /// `None` when the search found nothing.
+    pub opened: HashMap<String, Option<String>>,
+    /// Search order: names in the order the loader searched them.
+    pub order: Vec<String>,
+    /// `calling init:` paths.
+    pub inits: Vec<String>,
+    /// The program's exit status and stdout.
+    pub success: bool,
+    /// The program's standard output.
+    pub stdout: String,
+    /// Everything on stderr.
+    pub stderr: String,
+}
+
+/// Runs `exe` under `LD_DEBUG=libs` with `LD_LIBRARY_PATH` set to `llp` (unset when `None`).
+pub fn trace(exe: &Path, llp: Option<&str>) -> LoaderTrace {
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_DEBUG", "libs").env_remove("LD_PRELOAD");
+    match llp {
+        Some(p) => cmd.env("LD_LIBRARY_PATH", p),
+        None => cmd.env_remove("LD_LIBRARY_PATH"),
+    };
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut t = LoaderTrace {
+        success: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        ..LoaderTrace::default()
+    };
+    let mut current: Option<(String, Option<String>)> = None;
+    for line in stderr.lines() {
+        // "     1234:\tfind library=libc.so.6 [0]; searching"
+        let Some((_, msg)) = line.split_once(":\t") else {
+            continue;
+        };
+        let msg = msg.trim_start();
+        if let Some(rest) = msg.strip_prefix("find library=") {
+            let name = rest.split(" [").next().unwrap().to_string();
+            t.order.push(name.clone());
+            current = Some((name, None));
+        } else if let Some(p) = msg.strip_prefix("trying file=") {
+            if let Some((_, last)) = current.as_mut() {
+                *last = Some(p.to_string());
+            }
+        } else if msg.is_empty() {
+            if let Some((name, last)) = current.take() {
+                t.opened.insert(name, last);
+            }
+        } else if let Some(p) = msg.strip_prefix("calling init: ") {
+            t.inits.push(p.to_string());
+        }
+    }
+    if let Some((name, _)) = current.take() {
+        // The search that failed: the loader stopped before finishing the block.
+        t.opened.insert(name, None);
+    }
+    t.stderr = stderr;
+    t
+}
+
+/// `stubstrip explain --json` with `--ld-library-path` set like [`trace`] sets the variable.
+pub fn explain(exe: &Path, llp: Option<&str>, extra: &[&str]) -> (Value, i32) {
+    let mut c = stubstrip();
+    c.arg("explain")
+        .arg("--json")
+        .arg(exe)
+        .arg("--ld-library-path")
+        .arg(llp.unwrap_or(""))
+        .args(extra);
+    let out = c.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "explain output is not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// The explain lookups as a list of JSON objects.
+pub fn lookups(v: &Value) -> Vec<&Value> {
+    v["lookups"].as_array().unwrap().iter().collect()
+}
+
+/// The lookup that loaded (or first found) `name`.
+pub fn loaded<'a>(v: &'a Value, name: &str) -> &'a Value {
+    lookups(v)
+        .into_iter()
+        .find(|l| {
+            (l["name"] == name || l["expanded"] == name)
+                && (l["result"] == "loaded" || l["result"] == "not_found" || l["result"] == "error")
+        })
+        .unwrap_or_else(|| panic!("no lookup for {name} in {v:#}"))
+}
+
+/// Asserts that `explain` resolved every name the loader searched to the file the loader
+/// opened, and that every library the loader initialised is one `explain` loaded.
+pub fn assert_agrees(exe: &Path, llp: Option<&str>, extra: &[&str]) -> (Value, LoaderTrace) {
+    let t = trace(exe, llp);
+    let (v, _) = explain(exe, llp, extra);
+    assert!(!t.opened.is_empty(), "no LD_DEBUG output: {}", t.stderr);
+    // When the program did not start, the last search is the one that failed.
+    let failed = (!t.success).then(|| t.order.last().cloned()).flatten();
+    for (name, opened) in &t.opened {
+        let l = loaded(&v, name);
+        match opened {
+            Some(p) if failed.as_ref() != Some(name) => assert_eq!(
+                l["path"].as_str(),
+                Some(p.as_str()),
+                "{name}: ld.so opened {p}, explain says {l:#}"
+            ),
+            _ => assert_eq!(l["result"], "not_found", "{name}: {l:#}"),
+        }
+    }
+    let explained: Vec<&str> = lookups(&v)
+        .into_iter()
+        .filter(|l| l["result"] == "loaded")
+        .filter_map(|l| l["path"].as_str())
+        .collect();
+    for init in &t.inits {
+        assert!(
+            explained.contains(&init.as_str()) || v["interpreter"] == init.as_str(),
+            "ld.so initialised {init}; explain: {v:#}"
+        );
+    }
+    // The loader searched the same names, in the same (breadth-first) order.
+    let searched: Vec<String> = lookups(&v)
+        .into_iter()
+        .filter(|l| l["result"] != "already_loaded" || l["reused_by"] == "same file")
+        .filter(|l| l["found_via"] != "direct" && !l["dlopen"].as_bool().unwrap())
+        .map(|l| {
+            l["expanded"]
+                .as_str()
+                .or(l["name"].as_str())
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    if t.success {
+        assert_eq!(searched, t.order, "searched names or their order differ");
+    } else {
+        // The loader stops at the first failure; explain goes on.
+        assert_eq!(
+            searched[..t.order.len()],
+            t.order[..],
+            "searched names or their order differ"
+        );
+    }
+    (v, t)
+}
