@@ -14,6 +14,12 @@
 #                               also passed to `stubstrip check`, --driver-link
 #                               replaces the default driver link, --json is
 #                               refused (stdout carries --print-removed)
+#   stubstripAudit              off by default; info, warning or error (any
+#                               other non-empty value: error): after the fix,
+#                               run `stubstrip audit` on the outputs and fail
+#                               the build on findings at or above that level
+#                               (warning includes ambiguous RUNPATHs, SS002;
+#                               error: build-directory and relative entries)
 #   dontStubstripCheckFallback  non-empty: do not put the removed stub
 #                               directories on LD_LIBRARY_PATH after fixup
 #                               (not done either when the driver link or the
@@ -127,6 +133,30 @@ _stubstripAddCheckFallback() {
   fi
 }
 
+# _stubstripRunAudit [FLAGS...] -- PATH...: `stubstrip audit` with the level
+# stubstripAudit names (info, warning or error; any other non-empty value
+# means error). Fails when a finding at or above that level exists; files it
+# cannot read are reported and tolerated, like the fix's.
+_stubstripRunAudit() {
+  local deny=error report status=0
+  case $stubstripAudit in
+    info | warning | error) deny=$stubstripAudit ;;
+  esac
+  report=$("$_stubstripBin" audit --deny "$deny" "$@" 2>&1) || status=$?
+  case $status in
+    0) "$_stubstripLogFn" "audit: no finding at or above '$deny'" ;;
+    1)
+      "$_stubstripErrorFn" "stubstrip audit found problems at or above '$deny' (stubstripAudit):"$'\n'"$report"
+      return 1
+      ;;
+    3) "$_stubstripLogFn" "warning: stubstrip audit could not read some files:"$'\n'"$report" ;;
+    *)
+      "$_stubstripErrorFn" "'$_stubstripBin audit' failed with exit status $status:"$'\n'"$report"
+      return 1
+      ;;
+  esac
+}
+
 # stubstripFixup PATH...
 # Replaces stub RUNPATH entries under PATH... with the driver link (one
 # stubstrip process), fails if a stub entry survives, and applies the check
@@ -210,6 +240,10 @@ stubstripFixup() {
       return 1
       ;;
   esac
+
+  if [[ -n ${stubstripAudit-} ]]; then
+    _stubstripRunAudit "${checkFlags[@]}" -- "$@" || return 1
+  fi
 
   if [[ -z $removed || -n ${dontStubstripCheckFallback-} ]]; then
     return 0

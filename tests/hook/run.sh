@@ -598,6 +598,41 @@ for mode in old new structured; do
     "fallbackOffCase $mode" "fallbackDriverCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
     "flagsCase $mode" "quietCase $mode")
 done
+# stubstripAudit: off by default; at "warning" an ambiguous RUNPATH (the
+# NEEDED libcudafake.so in two of its directories) fails the build; at the
+# default level "error" it does not.
+AMBIGUOUS_INSTALL='runHook preInstall
+mkdir -p "$out/libexec" "$lib/lib" "$bin/bin"
+cp "$fixtures/libcudafake.so" "$out/libexec/"
+cp "$fixtures/libcudafake.so" "$lib/lib/"
+cp "$fixtures/app" "$bin/bin/"
+patchelf --set-rpath "$out/libexec:$lib/lib:$stubdir" "$bin/bin/app"
+runHook postInstall'
+auditCase() { # NAME STUBSTRIPAUDIT EXPECT(ok|fail)
+  newDrv "audit-$1" new
+  str installPhase "$AMBIGUOUS_INSTALL"
+  str stubdir "$STUBDIR"
+  flag dontAutoPatchelf
+  if [[ -n $2 ]]; then str stubstripAudit "$2"; fi
+  if [[ $3 == ok ]]; then buildOk; else buildFails; fi
+}
+test_audit_off_by_default() {
+  auditCase off "" ok
+  countIs "stubstrip audit runs" "$(calls '^audit ')" 0
+  runpathIs "$D/bin/bin/app" "$D/out/libexec:$D/lib/lib:$DRIVER"
+}
+test_audit_warning_fails_on_ambiguous_runpath() {
+  auditCase warning warning fail
+  logHas "SS002"
+  logHas "stubstrip audit found problems at or above 'warning'"
+}
+test_audit_error_level_tolerates_ambiguity() {
+  auditCase error 1 ok
+  countIs "stubstrip audit runs" "$(calls '^audit --deny error ')" 1
+  logHas "audit: no finding at or above 'error'"
+}
+tests+=(test_audit_off_by_default test_audit_warning_fails_on_ambiguous_runpath test_audit_error_level_tolerates_ambiguity)
+
 tests+=(test_fallback_compat_present test_control_phases_override_needs_preFixup_registration
   test_substituted_hook test_control_flags_vendor_dir_is_not_a_stub test_flags_driver_link_override
   test_flags_json_refused)

@@ -4,7 +4,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use elfpatch::{edit_in_place, Edit, ElfFile, Options};
+use elfpatch::source::FileSource;
+use elfpatch::{edit_in_place, Edit, Elf, Options};
 use serde::Serialize;
 
 use crate::classify::Rule;
@@ -60,19 +61,27 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Whether the file starts with the ELF magic; reads 4 bytes.
-fn is_elf(path: &Path) -> std::io::Result<bool> {
+/// Opens `path` and parses its headers if it is an ELF file; `Ok(None)` when it is not (after
+/// reading 4 bytes). One open per file: this runs on every file of an output.
+fn open_elf(path: &Path) -> Result<Option<Elf>, String> {
+    let io_err = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut f = File::open(path).map_err(io_err)?;
     let mut magic = [0u8; 4];
-    let mut f = File::open(path)?;
     let mut got = 0;
     while got < 4 {
-        let n = f.read(&mut magic[got..])?;
+        let n = f.read(&mut magic[got..]).map_err(io_err)?;
         if n == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         got += n;
     }
-    Ok(magic == *b"\x7fELF")
+    if magic != *b"\x7fELF" {
+        return Ok(None);
+    }
+    let len = f.metadata().map_err(io_err)?.len();
+    Elf::read(&FileSource { file: &f, len })
+        .map(Some)
+        .map_err(|e| e.with_path(path).to_string())
 }
 
 /// What the rule asks of one file: the report, and the exact edits.
@@ -86,13 +95,9 @@ pub struct Decision {
 
 /// The changes the rule asks for in `path`, without writing; `Ok(None)` for non-ELF files.
 pub fn decide(path: &Path, rule: &Rule) -> Result<Option<Decision>, String> {
-    match is_elf(path) {
-        Ok(false) => return Ok(None),
-        Ok(true) => {}
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    }
-    let file = ElfFile::open(path).map_err(|e| e.to_string())?;
-    let e = file.elf();
+    let Some(e) = open_elf(path)? else {
+        return Ok(None);
+    };
     let mut d = Decision::default();
     for (tag, value) in [(Tag::Runpath, e.runpath()), (Tag::Rpath, e.rpath())] {
         let Some(v) = value else { continue };
@@ -127,13 +132,9 @@ pub fn fix(path: &Path, rule: &Rule) -> Outcome {
 
 /// The stub entries left in one file, for `check`.
 pub fn stubs_left(path: &Path, rule: &Rule) -> Result<Option<Vec<(Tag, String)>>, String> {
-    match is_elf(path) {
-        Ok(false) => return Ok(None),
-        Ok(true) => {}
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    }
-    let file = ElfFile::open(path).map_err(|e| e.to_string())?;
-    let e = file.elf();
+    let Some(e) = open_elf(path)? else {
+        return Ok(None);
+    };
     let mut out = Vec::new();
     for (tag, value) in [(Tag::Runpath, e.runpath()), (Tag::Rpath, e.rpath())] {
         if let Some(v) = value {

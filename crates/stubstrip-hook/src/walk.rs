@@ -4,6 +4,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 /// A path that could not be listed.
 #[derive(Debug)]
 pub struct WalkError {
@@ -16,55 +18,77 @@ pub struct WalkError {
 /// Every regular file under `roots` (files are taken as they are, directories recursively), in
 /// a stable order. Symlinks are skipped, whether given directly or met in a directory: following
 /// them could edit files outside the tree (another store path).
+///
+/// Directories are listed in parallel, and the type of each entry comes from the listing itself
+/// (no `stat` per file): on a tree of 20,000 files that is most of the walk's cost.
 pub fn regular_files(roots: &[PathBuf]) -> (Vec<PathBuf>, Vec<WalkError>) {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for root in roots {
-        visit(root, &mut files, &mut errors);
+        match fs::symlink_metadata(root) {
+            Ok(m) if m.is_file() => files.push(root.clone()),
+            Ok(m) if m.is_dir() => {
+                let (f, e) = visit_dir(root);
+                files.extend(f);
+                errors.extend(e);
+            }
+            Ok(_) => {}
+            Err(error) => errors.push(WalkError {
+                path: root.clone(),
+                error,
+            }),
+        }
     }
+    files.sort();
     (files, errors)
 }
 
-fn visit(path: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<WalkError>) {
-    let meta = match fs::symlink_metadata(path) {
-        Ok(m) => m,
+fn visit_dir(dir: &Path) -> (Vec<PathBuf>, Vec<WalkError>) {
+    let mut errors = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(rd) => rd,
         Err(error) => {
             errors.push(WalkError {
-                path: path.to_path_buf(),
+                path: dir.to_path_buf(),
                 error,
             });
-            return;
+            return (Vec::new(), errors);
         }
     };
-    let ft = meta.file_type();
-    if ft.is_file() {
-        files.push(path.to_path_buf());
-    } else if ft.is_dir() {
-        let entries = match fs::read_dir(path) {
-            Ok(rd) => rd,
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = match entry {
+            Ok(e) => e,
             Err(error) => {
                 errors.push(WalkError {
-                    path: path.to_path_buf(),
+                    path: dir.to_path_buf(),
                     error,
                 });
-                return;
+                continue;
             }
         };
-        let mut children: Vec<PathBuf> = Vec::new();
-        for entry in entries {
-            match entry {
-                Ok(e) => children.push(e.path()),
-                Err(error) => errors.push(WalkError {
-                    path: path.to_path_buf(),
-                    error,
-                }),
-            }
-        }
-        children.sort();
-        for c in children {
-            visit(&c, files, errors);
+        // file_type() comes from the directory entry; it only stats when the filesystem does not
+        // say, and it never follows a symlink.
+        match entry.file_type() {
+            Ok(t) if t.is_file() => files.push(entry.path()),
+            Ok(t) if t.is_dir() => dirs.push(entry.path()),
+            Ok(_) => {}
+            Err(error) => errors.push(WalkError {
+                path: entry.path(),
+                error,
+            }),
         }
     }
+    files.sort();
+    dirs.sort();
+    let below: Vec<(Vec<PathBuf>, Vec<WalkError>)> =
+        dirs.par_iter().map(|d| visit_dir(d)).collect();
+    for (f, e) in below {
+        files.extend(f);
+        errors.extend(e);
+    }
+    (files, errors)
 }
 
 #[cfg(test)]
