@@ -167,12 +167,16 @@ impl Tables {
             .sections
             .iter()
             .find(|s| s.shdr.sh_type == elf::SHT_DYNSYM && Some(s.shdr.sh_addr) == symtab);
-        let count = match (section, t.hash.is_some(), gnu_count) {
-            (Some(s), _, _) => Some(s.shdr.sh_size / f.sym_size() as u64),
-            (None, true, _) => hash_nchain,
-            (None, false, Some(n)) => Some(n),
-            _ => None,
-        };
+        // Every source of the count, and the largest: the loader looks symbols up through the
+        // hash tables, so names they reach must be protected even past the section's size.
+        let count = [
+            section.map(|s| s.shdr.sh_size / f.sym_size() as u64),
+            hash_nchain,
+            gnu_count,
+        ]
+        .into_iter()
+        .flatten()
+        .max();
         if let (Some(vaddr), Some(count)) = (symtab, count) {
             let size = count
                 .checked_mul(f.sym_size() as u64)
@@ -227,13 +231,13 @@ impl Tables {
                 values,
             ));
         }
+        // glibc follows vn_next / vd_next to the end of the chain whatever DT_VERNEEDNUM and
+        // DT_VERDEFNUM say; so do we, so that every name it reads is known.
         if let Some(vaddr) = d.get(elf::DT_VERNEED) {
-            let count = d.get(elf::DT_VERNEEDNUM).unwrap_or(0);
-            t.verneed = Some(read_verneed(src, e, vaddr, count)?);
+            t.verneed = Some(read_verneed(src, e, vaddr)?);
         }
         if let Some(vaddr) = d.get(elf::DT_VERDEF) {
-            let count = d.get(elf::DT_VERDEFNUM).unwrap_or(0);
-            t.verdef = Some(read_verdef(src, e, vaddr, count)?);
+            t.verdef = Some(read_verdef(src, e, vaddr)?);
         }
 
         // A section we do not understand that links to .dynstr may hold offsets into it.
@@ -330,11 +334,13 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
     Ok((fixed + (idx + 1 - symoffset) * 4, idx + 1))
 }
 
+/// Most records a version chain may have: far more than any real file, and a bound for cycles.
+const MAX_VERSION_RECORDS: u64 = 1 << 16;
+
 fn read_verneed<S: Source + ?Sized>(
     src: &S,
     e: &Elf,
     vaddr: u64,
-    count: u64,
 ) -> Result<(Region, Vec<VerneedEntry>)> {
     let f: Format = e.format;
     let Some(start) = e.vaddr_to_offset(vaddr, 16) else {
@@ -346,7 +352,10 @@ fn read_verneed<S: Source + ?Sized>(
     let mut out = Vec::new();
     let mut end = start;
     let mut at = start;
-    for i in 0..count.min(1 << 16) {
+    loop {
+        if out.len() as u64 >= MAX_VERSION_RECORDS {
+            return Err(Error::malformed(start, "version need chain does not end"));
+        }
         let b = read_range(src, at, 16, "version need record")?;
         let (version, cnt, file, aux_off, next) = (
             f.u16(&b),
@@ -358,7 +367,7 @@ fn read_verneed<S: Source + ?Sized>(
         end = end.max(at + 16);
         let mut aux = Vec::new();
         let mut a = at + u64::from(aux_off);
-        for j in 0..cnt {
+        for _ in 0..cnt {
             let x = read_range(src, a, 16, "version need auxiliary record")?;
             aux.push(Vernaux {
                 offset: a,
@@ -370,12 +379,6 @@ fn read_verneed<S: Source + ?Sized>(
             end = end.max(a + 16);
             let nx = f.u32(&x[12..]);
             if nx == 0 {
-                if j + 1 != cnt {
-                    return Err(Error::malformed(
-                        a,
-                        "version need chain is shorter than vn_cnt",
-                    ));
-                }
                 break;
             }
             a += u64::from(nx);
@@ -387,12 +390,6 @@ fn read_verneed<S: Source + ?Sized>(
             aux,
         });
         if next == 0 {
-            if i + 1 != count {
-                return Err(Error::malformed(
-                    at,
-                    "version need list is shorter than DT_VERNEEDNUM",
-                ));
-            }
             break;
         }
         at += u64::from(next);
@@ -414,12 +411,7 @@ fn read_verneed<S: Source + ?Sized>(
     ))
 }
 
-fn read_verdef<S: Source + ?Sized>(
-    src: &S,
-    e: &Elf,
-    vaddr: u64,
-    count: u64,
-) -> Result<(Region, Vec<u32>)> {
+fn read_verdef<S: Source + ?Sized>(src: &S, e: &Elf, vaddr: u64) -> Result<(Region, Vec<u32>)> {
     let f = e.format;
     let Some(start) = e.vaddr_to_offset(vaddr, 20) else {
         return Err(Error::malformed(
@@ -430,7 +422,7 @@ fn read_verdef<S: Source + ?Sized>(
     let mut names = Vec::new();
     let mut end = start;
     let mut at = start;
-    for _ in 0..count.min(1 << 16) {
+    for _ in 0..MAX_VERSION_RECORDS {
         let b = read_range(src, at, 20, "version definition record")?;
         let (cnt, aux_off, next) = (f.u16(&b[6..]), f.u32(&b[12..]), f.u32(&b[16..]));
         end = end.max(at + 20);
@@ -446,17 +438,20 @@ fn read_verdef<S: Source + ?Sized>(
             a += u64::from(nx);
         }
         if next == 0 {
-            break;
+            let size = end - start;
+            return Ok((
+                Region {
+                    offset: start,
+                    vaddr,
+                    size,
+                },
+                names,
+            ));
         }
         at += u64::from(next);
     }
-    let size = end - start;
-    Ok((
-        Region {
-            offset: start,
-            vaddr,
-            size,
-        },
-        names,
+    Err(Error::malformed(
+        start,
+        "version definition chain does not end",
     ))
 }

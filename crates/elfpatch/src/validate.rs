@@ -130,7 +130,7 @@ pub fn check(e: &Elf) -> Vec<Issue> {
     }
     alloc.sort_by_key(|s| s.shdr.sh_addr);
     for w in alloc.windows(2) {
-        if w[0].shdr.sh_addr + w[0].shdr.sh_size > w[1].shdr.sh_addr {
+        if w[0].shdr.sh_addr.saturating_add(w[0].shdr.sh_size) > w[1].shdr.sh_addr {
             issue(format!(
                 "sections {} and {} overlap",
                 String::from_utf8_lossy(&w[0].name),

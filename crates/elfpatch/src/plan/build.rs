@@ -17,7 +17,7 @@ use super::{
     Data, Entry, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Val, VerneedEdits, Write,
     DT_MIPS_RLD_MAP_REL,
 };
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::{Dyn, Format, Phdr, Shdr};
 use crate::read::{is_string_tag, StrTab};
 use crate::refs::{Region, VerneedEntry};
@@ -668,6 +668,19 @@ impl<'p, 'a> Builder<'p, 'a> {
                     header.e_phoff = it.offset;
                 }
                 header.e_phnum = phdrs.len() as u16;
+            }
+        }
+
+        // What we write must be something we would read back: no segment may wrap.
+        for p in &phdrs {
+            if p.p_vaddr
+                .checked_add(p.p_memsz)
+                .is_none_or(|end| end > f.max_addr().saturating_add(1))
+            {
+                return Err(Error::refused(format!(
+                    "the segment of type {:#x} at {:#x} would wrap the address space once moved",
+                    p.p_type, p.p_vaddr
+                )));
             }
         }
 

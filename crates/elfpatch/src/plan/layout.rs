@@ -4,7 +4,7 @@
 use object::elf;
 
 use super::build::{is_address_tag, is_movable_pointer_tag};
-use super::{align_up, Planner};
+use super::{checked_align_up, Planner};
 use crate::error::{Error, Result};
 use crate::refs::Region;
 
@@ -95,20 +95,25 @@ impl Item {
 }
 
 impl Planner<'_> {
-    pub(super) fn max_load_align(&self) -> u64 {
-        let existing = self
-            .elf
+    /// The largest `p_align` of the existing `PT_LOAD`s: the new one declares it too (glibc before
+    /// 2.35 checks every segment's congruence against the largest).
+    pub(super) fn declared_align(&self) -> u64 {
+        self.elf
             .loads()
             .map(|p| p.p_align)
             .max()
             .unwrap_or(1)
-            .max(1);
-        let a = self.opts.page_size.unwrap_or(0).max(existing).max(4096);
-        if a.is_power_of_two() {
-            a
-        } else {
-            a.next_power_of_two()
-        }
+            .max(1)
+    }
+
+    /// The alignment the new segment is placed with: the declared one, at least a 4 KiB page, and
+    /// `Options::page_size` when larger (congruent modulo it, so modulo the declared one too).
+    pub(super) fn placement_align(&self) -> u64 {
+        self.opts
+            .page_size
+            .unwrap_or(0)
+            .max(self.declared_align())
+            .max(4096)
     }
 
     /// The last `PT_LOAD`, if appended data can simply extend it.
@@ -143,21 +148,21 @@ impl Planner<'_> {
             ));
         }
         let room = self.find_room()?;
-        let align = self.max_load_align();
+        let align = self.placement_align();
         let top = e.loads().map(|p| p.vaddr_end()).max().unwrap_or(0);
-        let mut offset = align_up(e.file_len, 16);
+        let no_room = || Error::refused("no address space left above the image for a new segment");
+        let mut offset = checked_align_up(e.file_len, 16).ok_or_else(no_room)?;
         // Keep the new segment clear of the old image by a page, and by the largest dynamic
         // symbol: eu-elflint takes a relocation at r_offset against a symbol of size n to touch
         // [r_offset, r_offset + n], and calls a read-only segment in that range "modified".
         let reach = self.t.dynsym.as_ref().map_or(0, |s| s.max_size);
         let base = top
             .checked_add(reach)
-            .map(|x| align_up(x, align) + align)
+            .and_then(|x| checked_align_up(x, align))
+            .and_then(|x| x.checked_add(align))
             .filter(|&b| b < self.f.max_addr())
-            .ok_or_else(|| {
-                Error::refused("no address space left above the image for a new segment")
-            })?;
-        let mut vaddr = base + offset % align;
+            .ok_or_else(no_room)?;
+        let mut vaddr = base.checked_add(offset % align).ok_or_else(no_room)?;
         if matches!(room, Room::MoveTable) && e.interp.is_some() {
             // Kernels before 5.18 compute AT_PHDR as (first PT_LOAD's vaddr - offset) + e_phoff:
             // keep that bias for the new segment so the moved table is still found there.
@@ -166,14 +171,14 @@ impl Planner<'_> {
             if bias <= base {
                 // The file offset that lands at `base` with that bias, unless the file is already
                 // longer; a hole of more than 1 MiB in the file is not worth it.
-                let biased = offset.max(align_up(base - bias, 16));
+                let biased = offset.max(checked_align_up(base - bias, 16).unwrap_or(u64::MAX));
                 if biased - offset <= 1 << 20 && biased.checked_add(bias).is_some() {
                     offset = biased;
                     vaddr = offset + bias;
                 }
             }
         }
-        Ok((Mode::New(room), (offset, vaddr, align)))
+        Ok((Mode::New(room), (offset, vaddr, self.declared_align())))
     }
 
     /// Lays out the items from `base`, filling in their offsets and addresses.
@@ -182,7 +187,8 @@ impl Planner<'_> {
         let bias = v0.wrapping_sub(o0);
         let mut cur = o0;
         for it in items.iter_mut() {
-            let mut off = align_up(cur, it.align);
+            let mut off = checked_align_up(cur, it.align)
+                .ok_or_else(|| Error::refused("the appended segment would not fit in the file"))?;
             if let Some(old) = it.congruent_to {
                 while off.wrapping_add(bias) % it.align != old % it.align {
                     off += 1;
@@ -275,7 +281,10 @@ impl Planner<'_> {
             .min()
             .unwrap_or(load_end)
             .min(load_end);
-        if next >= table_end + need && (!e.sections.is_empty() || next < load_end) {
+        // Free bytes right after the table, known to hold nothing (zeros, no occupant).
+        let slack_is_zero = e.phdr_tail.len() as u64 >= need
+            && e.phdr_tail[..need as usize].iter().all(|&b| b == 0);
+        if next >= table_end + need && slack_is_zero {
             return Ok(Room::Slack);
         }
         // Move the shortest run of movable things that frees `need` bytes.
@@ -383,13 +392,16 @@ impl Planner<'_> {
                         || (sh.sh_type == elf::SHT_PROGBITS && s.name == b".interp"));
                 out.push(Occupant {
                     start: sh.sh_offset,
-                    end: sh.sh_offset + sh.sh_size,
+                    end: sh.sh_offset.saturating_add(sh.sh_size),
                     movable,
                     align: sh.sh_addralign.max(1),
                 });
             }
             if e.header.e_shoff != 0 {
-                let end = e.header.e_shoff + (e.sections.len() * self.f.shdr_size()) as u64;
+                let end = e
+                    .header
+                    .e_shoff
+                    .saturating_add((e.sections.len() * self.f.shdr_size()) as u64);
                 out.push(Occupant {
                     start: e.header.e_shoff,
                     end,
@@ -397,7 +409,10 @@ impl Planner<'_> {
                     align: 1,
                 });
             }
-        } else {
+        }
+        // What the dynamic array and the entry point describe counts too, sections or not: a file
+        // may hold tables no section header covers, and the loader uses them all the same.
+        {
             for r in self.dynamic_regions() {
                 out.push(Occupant {
                     start: r.offset,
@@ -427,7 +442,7 @@ impl Planner<'_> {
                         if let Some(o) = e.vaddr_to_offset(v, n) {
                             out.push(Occupant {
                                 start: o,
-                                end: o + n.max(1),
+                                end: o.saturating_add(n.max(1)),
                                 movable: false,
                                 align: 1,
                             });

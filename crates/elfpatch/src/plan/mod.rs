@@ -285,11 +285,12 @@ fn check_name(s: &[u8], what: &str) -> Result<()> {
     Ok(())
 }
 
-fn align_up(x: u64, a: u64) -> u64 {
+/// `x` rounded up to a multiple of `a`, or `None` on overflow.
+fn checked_align_up(x: u64, a: u64) -> Option<u64> {
     if a <= 1 {
-        x
+        Some(x)
     } else {
-        x.div_ceil(a) * a
+        x.checked_add(a - 1).map(|y| y / a * a)
     }
 }
 
@@ -307,7 +308,47 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn new(elf: &'a Elf, t: &'a Tables, opts: &'a Options) -> Result<Self> {
-        // Appending assumes the loader's view is sane: loadable segments sorted and disjoint.
+        // Appending assumes the loader's view is sane: usable alignments, loadable segments
+        // sorted and disjoint, every section inside the file.
+        for p in elf.loads() {
+            if p.p_align > 1 && (!p.p_align.is_power_of_two() || p.p_align > 1 << 30) {
+                return Err(Error::refused(format!(
+                    "PT_LOAD at {:#x} has p_align {:#x}, not a usable alignment",
+                    p.p_vaddr, p.p_align
+                )));
+            }
+        }
+        for x in &elf.sections {
+            let sh = x.shdr;
+            let in_file = sh
+                .sh_offset
+                .checked_add(sh.sh_size)
+                .is_some_and(|end| end <= elf.file_len);
+            let in_space = !sh.is_alloc()
+                || sh
+                    .sh_addr
+                    .checked_add(sh.sh_size)
+                    .is_some_and(|end| end <= elf.format.max_addr().saturating_add(1));
+            if sh.sh_type == elf::SHT_DYNSYM
+                && sh.sh_entsize != 0
+                && sh.sh_entsize != elf.format.sym_size() as u64
+            {
+                return Err(Error::refused(format!(
+                    "section {} has entry size {}, not the {} bytes of a symbol: the headers disagree",
+                    String::from_utf8_lossy(&x.name),
+                    sh.sh_entsize,
+                    elf.format.sym_size()
+                )));
+            }
+            if (sh.has_file_bytes() && !in_file) || !in_space {
+                return Err(Error::refused(format!(
+                    "section {} ({:#x}+{:#x}) lies outside the file or the address space",
+                    String::from_utf8_lossy(&x.name),
+                    sh.sh_offset,
+                    sh.sh_size
+                )));
+            }
+        }
         let loads: Vec<&Phdr> = elf.loads().collect();
         for (i, a) in loads.iter().enumerate() {
             for b in &loads[i + 1..] {
@@ -329,12 +370,25 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        Ok(Planner {
+        let planner = Planner {
             elf,
             t,
             opts,
             f: elf.format,
-        })
+        };
+        // The tables .dynamic points to must not share bytes: editing one would change another.
+        let regions = planner.dynamic_regions();
+        for (i, a) in regions.iter().enumerate() {
+            for b in &regions[i + 1..] {
+                if a.size > 0 && b.size > 0 && a.offset < b.end() && b.offset < a.end() {
+                    return Err(Error::refused(format!(
+                        "the dynamic tables at {:#x}+{:#x} and {:#x}+{:#x} overlap",
+                        a.offset, a.size, b.offset, b.size
+                    )));
+                }
+            }
+        }
+        Ok(planner)
     }
 
     fn run(&self, edits: &[Edit]) -> Result<Plan> {
