@@ -65,6 +65,16 @@ class Arch:
     def gcc_package(self):
         return "gcc" if self.native else "gcc-" + self.triplet
 
+    @property
+    def libc_package(self):
+        """Debian's C library for the target: gcc-<triplet> only recommends it, so an install
+        with --no-install-recommends has a compiler that cannot link (no crti.o, no -lc)."""
+        return "libc6-dev" if self.native else "libc6-dev-%s-cross" % DEBIAN_ARCH[self.name]
+
+    @property
+    def has_libc(self):
+        return self.native or os.path.exists(os.path.join(self.sysroot, "lib", "crti.o"))
+
 
 ARCHES = [
     Arch("x86_64", "x86_64-linux-gnu", "qemu-x86_64", "x86_64", ["lld", "gold"]),
@@ -78,6 +88,9 @@ ARCHES = [
     Arch("mips", "mips-linux-gnu", "qemu-mips", "mips"),
 ]
 ARCH_BY_NAME = {a.name: a for a in ARCHES}
+DEBIAN_ARCH = {"x86_64": "amd64", "i686": "i386", "aarch64": "arm64", "armhf": "armhf",
+               "ppc64": "ppc64", "ppc64le": "ppc64el", "s390x": "s390x", "riscv64": "riscv64",
+               "mips": "mips"}
 
 ORIG_DIR = "stubstrip-orig-runpath"
 ORIG_RUNPATH = "$ORIGIN/" + ORIG_DIR
@@ -177,6 +190,8 @@ def missing_packages(arches, want_elflint=True):
     for a in arches:
         if not shutil.which(a.cc) or not shutil.which(a.strip):
             need.append(a.gcc_package)
+        if not a.has_libc:
+            need.append(a.libc_package)
         if not a.native and not shutil.which(a.qemu):
             need.append("qemu-user")
         if "lld" in a.extra_variants and not shutil.which("ld.lld"):
@@ -773,6 +788,9 @@ def main(argv=None):
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2, help="parallel jobs")
     ap.add_argument("--no-install", action="store_true", help="don't apt-get install missing toolchains")
     ap.add_argument("--no-elflint", action="store_true", help="skip the eu-elflint comparison")
+    ap.add_argument("--require-all", action="store_true",
+                    help="fail (exit 1) when any case was skipped or eu-elflint is missing: a "
+                    "missing toolchain must not pass for a tested architecture (CI uses this)")
     ap.add_argument("--lenient-elflint", action="store_true",
                     help="elfpatch cases broken only by new eu-elflint complaints are reported but do not "
                          "make the exit status non-zero")
@@ -809,6 +827,8 @@ def main(argv=None):
             why.append("%s not installed (package %s)" % (a.cc, a.gcc_package))
         elif not shutil.which(a.strip):
             why.append("%s not installed" % a.strip)
+        elif not a.has_libc:
+            why.append("no C library in %s (package %s)" % (a.sysroot, a.libc_package))
         if not a.native and not shutil.which(a.qemu):
             why.append("%s not installed (package qemu-user)" % a.qemu)
         if why:
@@ -986,6 +1006,12 @@ def main(argv=None):
         if broken or t["lost"]:
             log("FAILED: elfpatch has %d broken and %d lost cases" % (broken, t["lost"]))
             rc = 1
+    if args.require_all:
+        skipped = sum(s["totals"]["skipped"] for s in summary.values())
+        if skipped or not ELFLINT:
+            log("FAILED (--require-all): %d cases skipped%s" % (
+                skipped, "" if ELFLINT else ", eu-elflint missing"))
+            rc = rc or 1
     if all(s["totals"]["ran"] == 0 for s in summary.values()):
         log("FAILED: no case ran")
         rc = rc or 2

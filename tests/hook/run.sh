@@ -670,3 +670,8 @@ if ((failed)); then
   printf 'failed: %s\n' "${failedNames[@]}"
   exit 1
 fi
+# In CI (tests/run-all.sh) every tool is installed: a test that could not run is a failure.
+if ((skipped)) && [[ ${STUBSTRIP_REQUIRE_TOOLS:-} == 1 ]]; then
+  echo "STUBSTRIP_REQUIRE_TOOLS=1: $skipped tests could not run" >&2
+  exit 1
+fi

@@ -125,7 +125,7 @@ if nixFlakes flake show --json "${overrideMock[@]}" "$flakeRef" >"$work/show.jso
     done
     # Leaves of the output tree, checks excluded (compared with the hook's tests below).
     # shellcheck disable=SC2016 # a Nix expression
-    outputs=$(nix-instantiate --eval --strict --json --argstr file "$work/show.json" -E '
+    outputs=$(nix-instantiate "${nixOpts[@]}" --eval --strict --json --argstr file "$work/show.json" -E '
       { file }:
       let
         leaves = prefix: v:
@@ -133,11 +133,11 @@ if nixFlakes flake show --json "${overrideMock[@]}" "$flakeRef" >"$work/show.jso
             builtins.concatMap (n: leaves (prefix ++ [ n ]) v.${n}) (builtins.attrNames v)
           else [ (builtins.concatStringsSep "." prefix) ];
         tree = builtins.fromJSON (builtins.readFile file);
-      in builtins.concatStringsSep " " (leaves [ ] (removeAttrs tree [ "checks" ]))' 2>&1 | tr -d '"')
+      in builtins.concatStringsSep " " (leaves [ ] (removeAttrs tree [ "checks" ]))' 2>"$work/leaves.err" | tr -d '"')
     if [[ $outputs == "$expected" ]]; then
         pass "flake outputs are exactly the expected ones"
     else
-        fail "flake outputs are exactly the expected ones" "got: $outputs"
+        fail "flake outputs are exactly the expected ones" "got: $outputs $(tail -3 "$work/leaves.err")"
     fi
 else
     fail "nix flake show" "$(tail -5 "$work/err")"

@@ -295,6 +295,9 @@ def main(argv=None):
         log("editor %s: %s (%s)" % (n, p, v))
     if not common.ELFLINT and not args.no_elflint:
         log("NOTE: eu-elflint not installed (apt-get install elfutils): that check is skipped")
+        if os.environ.get("STUBSTRIP_REQUIRE_TOOLS") == "1":
+            log("FAILED: STUBSTRIP_REQUIRE_TOOLS=1 and eu-elflint is missing")
+            return 1
 
     found = common.find_elf_files(args.roots)
     files = found

@@ -593,14 +593,14 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
     let Some(vaddr) = d.get(elf::DT_STRTAB) else {
         return Ok(None);
     };
-    let section = e
+    let by_kind = e
         .sections
         .iter()
         .find(|s| s.shdr.sh_type == elf::SHT_STRTAB && s.shdr.is_alloc() && s.shdr.sh_addr == vaddr)
         .map(|s| s.index);
     let size = match d.get(elf::DT_STRSZ) {
         Some(sz) => sz,
-        None => match section {
+        None => match by_kind {
             Some(i) => e.sections[i].shdr.sh_size,
             None => {
                 return Err(Error::malformed(d.offset, "DT_STRTAB without DT_STRSZ"));
@@ -614,6 +614,7 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
         ));
     };
     let bytes = read_range(src, offset, size, "dynamic string table")?;
+    let section = by_kind.or_else(|| section_by_extent(e, offset, vaddr, size));
     Ok(Some(StrTab {
         offset,
         vaddr,
@@ -654,7 +655,8 @@ fn read_interp<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Interp>> {
         .sections
         .iter()
         .find(|s| s.shdr.sh_offset == p.p_offset && s.shdr.has_file_bytes() && s.name == b".interp")
-        .map(|s| s.index);
+        .map(|s| s.index)
+        .or_else(|| section_by_extent(e, p.p_offset, p.p_vaddr, p.p_filesz));
     Ok(Some(Interp {
         phdr_index,
         offset: p.p_offset,
@@ -662,4 +664,22 @@ fn read_interp<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Interp>> {
         path: bytes[..end].to_vec(),
         section,
     }))
+}
+
+/// The one section that describes exactly the table at `offset`/`vaddr` (`size` bytes), whatever
+/// its type and name say. A table that moves must take its section header along, and a damaged
+/// or unusual `sh_type` or `.shstrtab` must not leave that header pointing at zeroed bytes; when
+/// more than one section claims the bytes, none is chosen (the strict match was the only hope).
+fn section_by_extent(e: &Elf, offset: u64, vaddr: u64, size: u64) -> Option<usize> {
+    let mut found = e.sections.iter().filter(|s| {
+        let sh = &s.shdr;
+        sh.has_file_bytes()
+            && sh.sh_offset == offset
+            && sh.sh_addr == vaddr
+            && sh.sh_size <= size
+            && sh.sh_type != elf::SHT_DYNSYM
+            && sh.sh_type != elf::SHT_DYNAMIC
+    });
+    let first = found.next()?;
+    found.next().is_none().then_some(first.index)
 }

@@ -62,7 +62,7 @@ fn elflint_clean(spec: &Spec) {
 #[test]
 fn readelf_accepts_the_matrix() {
     if !have("readelf") {
-        println!("NOTICE: readelf not found; skipping readelf checks");
+        skip("readelf not found; skipping readelf checks");
         return;
     }
     for s in matrix() {
@@ -73,7 +73,7 @@ fn readelf_accepts_the_matrix() {
 #[test]
 fn readelf_accepts_arbitrary_specs() {
     if !have("readelf") {
-        println!("NOTICE: readelf not found; skipping readelf checks");
+        skip("readelf not found; skipping readelf checks");
         return;
     }
     let mut runner = TestRunner::new(Config {
@@ -95,7 +95,7 @@ fn x86_64_exec_or_dyn(spec: &Spec) -> bool {
 #[test]
 fn elflint_accepts_x86_64_matrix() {
     if !have("eu-elflint") {
-        println!("NOTICE: eu-elflint not found (apt-get install elfutils); skipping");
+        skip("eu-elflint not found (apt-get install elfutils); skipping");
         return;
     }
     for s in matrix().into_iter().filter(x86_64_exec_or_dyn) {
@@ -109,7 +109,7 @@ fn elflint_accepts_x86_64_matrix() {
 #[test]
 fn elflint_accepts_other_machines_except_mips() {
     if !have("eu-elflint") {
-        println!("NOTICE: eu-elflint not found (apt-get install elfutils); skipping");
+        skip("eu-elflint not found (apt-get install elfutils); skipping");
         return;
     }
     for s in matrix().into_iter().filter(|s| s.machine != Machine::Mips) {
@@ -131,7 +131,7 @@ fn elflint_accepts_other_machines_except_mips() {
 #[test]
 fn elflint_accepts_arbitrary_x86_64_specs() {
     if !have("eu-elflint") {
-        println!("NOTICE: eu-elflint not found (apt-get install elfutils); skipping");
+        skip("eu-elflint not found (apt-get install elfutils); skipping");
         return;
     }
     let strategy = arb_spec().prop_map(|mut s| {

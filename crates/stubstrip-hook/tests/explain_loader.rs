@@ -38,7 +38,7 @@ fn explain_agrees_with_ld_so_on_rpath_ld_library_path_cache_and_default_dirs() {
         return;
     }
     let Some(diag) = diagnostics() else {
-        eprintln!("skipping: ld.so --list-diagnostics unavailable");
+        skip("ld.so --list-diagnostics unavailable");
         return;
     };
     let t = tempfile::tempdir().unwrap();
@@ -116,7 +116,7 @@ fn explain_agrees_with_ld_so_on_runpath_origin_lib_platform_and_wrong_class() {
         return;
     }
     let Some(diag) = diagnostics() else {
-        eprintln!("skipping: ld.so --list-diagnostics unavailable");
+        skip("ld.so --list-diagnostics unavailable");
         return;
     };
     let t = tempfile::tempdir().unwrap();
@@ -264,7 +264,7 @@ fn explain_agrees_with_ld_so_on_paths_in_needed_and_nodeflib() {
     };
     let zlib = format!("{}libz.so.1", diag.system_dirs[0]);
     if !Path::new(&zlib).exists() {
-        eprintln!("skipping the DF_1_NODEFLIB case: no {zlib}");
+        skip(&format!("the DF_1_NODEFLIB case needs {zlib}"));
         return;
     }
     shared(
@@ -429,7 +429,7 @@ fn explain_with_root_resolves_a_foreign_architecture() {
             .map(|o| !o.status.success())
             .unwrap_or(true)
     {
-        eprintln!("skipping: needs {cc} and an aarch64 sysroot");
+        skip(&format!("needs {cc} and an aarch64 sysroot"));
         return;
     }
     let t = tempfile::tempdir().unwrap();
@@ -531,7 +531,7 @@ fn explain_agrees_with_ld_so_for_32_bit_programs() {
     }
     let t = tempfile::tempdir().unwrap();
     if !m32_works(t.path()) {
-        eprintln!("skipping: no 32-bit gcc");
+        skip("no 32-bit gcc");
         return;
     }
     let lib = shared(
@@ -551,7 +551,7 @@ fn explain_agrees_with_ld_so_for_32_bit_programs() {
         .map(|s| s.success())
         .unwrap_or(false)
     {
-        eprintln!("skipping: 32-bit programs do not run here");
+        skip("32-bit programs do not run here");
         return;
     }
     let (v, trace) = assert_agrees(&exe, None, &[]);

@@ -363,21 +363,34 @@ impl Planner<'_> {
             if p.p_type == elf::PT_LOAD || p.p_type == elf::PT_PHDR || p.p_filesz == 0 {
                 continue;
             }
+            // A segment other than PT_LOAD only constrains where its bytes may go when its
+            // alignment is a real one; a garbage p_align (0x3ff) must not set the block's.
             out.push(Occupant {
                 start: p.p_offset,
                 end: p.offset_end(),
                 movable: movable_phdr(p.p_type),
-                align: p.p_align.max(1),
+                align: if p.p_align.is_power_of_two() {
+                    p.p_align
+                } else {
+                    1
+                },
             });
         }
         if !e.sections.is_empty() {
-            let strtab_vaddr = e.strtab.as_ref().map(|s| s.vaddr);
+            let strtab_section = e.strtab.as_ref().and_then(|s| s.section);
+            let interp_section = e.interp.as_ref().and_then(|i| i.section);
             for s in e.sections.iter() {
                 let sh = s.shdr;
                 if !sh.has_file_bytes() {
                     continue;
                 }
-                let movable = sh.is_alloc()
+                // The ELF spec allows only 0 and powers of two; with anything else we cannot
+                // know where the section may land, so it stays where it is.
+                let sane_align = sh.sh_addralign <= 1 || sh.sh_addralign.is_power_of_two();
+                let known_table =
+                    Some(s.index) == strtab_section || Some(s.index) == interp_section;
+                let movable = sane_align
+                    && sh.is_alloc()
                     && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
                     && (matches!(
                         sh.sh_type,
@@ -388,8 +401,7 @@ impl Planner<'_> {
                             | elf::SHT_GNU_VERSYM
                             | elf::SHT_GNU_VERNEED
                             | elf::SHT_GNU_VERDEF
-                    ) || (sh.sh_type == elf::SHT_STRTAB && Some(sh.sh_addr) == strtab_vaddr)
-                        || (sh.sh_type == elf::SHT_PROGBITS && s.name == b".interp"));
+                    ) || known_table);
                 out.push(Occupant {
                     start: sh.sh_offset,
                     end: sh.sh_offset.saturating_add(sh.sh_size),
