@@ -748,6 +748,11 @@ impl<'p, 'a> Builder<'p, 'a> {
         }
         moved_names.dedup();
         self.version_section_counts(&mut shdrs, &v);
+        if item(ItemKind::Dynamic).is_some() {
+            if let Some(d) = d {
+                read_only_if_emptied(&mut phdrs, &shdrs, d.offset);
+            }
+        }
 
         // Commit: one write of the file header and program headers when they are adjacent.
         let phdr_bytes: Vec<u8> = phdrs.iter().flat_map(|p| f.encode_phdr(p)).collect();
@@ -926,6 +931,37 @@ impl BlockMove {
             v - self.old_vaddr + self.new_vaddr
         } else {
             v
+        }
+    }
+}
+
+/// Drops `PF_W` from the writable `PT_LOAD` that held `.dynamic` (at file offset `dynamic`) when,
+/// by the new section headers, it holds no writable section any more. Files an editor already
+/// grew have such segments: writable only because `.dynamic` was moved into them, next to
+/// `.dynstr`, `.interp` or notes (patchelf's appended segment in auditwheel'd Python wheels, or
+/// ours after `strip` put the section headers behind it). Once `.dynamic` moved on, nothing the
+/// loader writes lives there (it writes `DT_DEBUG` into the new `.dynamic`), and a writable
+/// segment without writable sections is what eu-elflint reports. Without section headers nothing
+/// is known about what else the segment holds, so it is left as it is.
+fn read_only_if_emptied(phdrs: &mut [Phdr], shdrs: &[Shdr], dynamic: u64) {
+    if shdrs.is_empty() {
+        return;
+    }
+    for p in phdrs.iter_mut() {
+        if p.p_type != elf::PT_LOAD || p.p_flags & elf::PF_W == 0 || !p.contains_offset(dynamic, 1)
+        {
+            continue;
+        }
+        let end = p.p_vaddr.saturating_add(p.p_memsz);
+        let holds_writable = shdrs.iter().any(|sh| {
+            sh.is_alloc()
+                && sh.sh_flags & u64::from(elf::SHF_WRITE) != 0
+                && sh.sh_size > 0
+                && sh.sh_addr < end
+                && p.p_vaddr < sh.sh_addr.saturating_add(sh.sh_size)
+        });
+        if !holds_writable {
+            p.p_flags &= !elf::PF_W;
         }
     }
 }
