@@ -453,3 +453,56 @@ fn moved_tables_sections_follow_them() {
 fn moved_block_keeps_section_alignment() {
     strict("block-align-not-power-of-two");
 }
+
+/// FOUND BY FUZZING, fixed in the commit that added this test (plan/build.rs `symbol_fixups`,
+/// `Plan::apply_to_vec`): a `.symtab` of size 0 with a garbage offset became a symbol fixup (no
+/// one checks where an empty section lies), and `apply_to_vec` sliced from that offset: a panic
+/// ("range start index ... out of range"). Empty tables have nothing to fix now, and a table
+/// outside the file is an error, not a panic. Fuzz input: empty-symbol-table-fixup.
+#[test]
+fn an_empty_symbol_table_with_a_garbage_offset_is_not_a_fixup() {
+    strict("empty-symbol-table-fixup");
+}
+
+/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`): a
+/// second `DT_STRTAB` (value 1) before the real one; elfpatch took the first, so the "string
+/// table" covered the ELF header, and a growing edit zeroed it as dead bytes once the table
+/// moved: the CLI reported success and left a file starting `7f 00 00 00`. Tags naming one table
+/// with two different values (glibc keeps the last, this reader the first) and tables overlapping
+/// the ELF header, the program or section header table, the interpreter path or the dynamic array
+/// are refused now; on disk the file stays byte-identical
+/// (`regression_inputs_on_disk_refusals_write_nothing`). Fuzz input: duplicate-strtab-over-elf-header.
+#[test]
+fn a_string_table_over_the_elf_header_is_refused() {
+    strict("duplicate-strtab-over-elf-header");
+}
+
+/// FOUND BY FUZZING, fixed with the previous one: `PT_INTERP` pointed into `.dynstr` (at the
+/// `/lib` tail of the RUNPATH string); replacing a NEEDED zeroed the bytes no dynamic entry used
+/// any more, and the interpreter read back empty. Fuzz input: interp-inside-dynstr.
+#[test]
+fn an_interpreter_path_inside_the_string_table_is_refused() {
+    strict("interp-inside-dynstr");
+}
+
+/// FOUND BY FUZZING: a writable segment that held `.dynamic` is made read-only once `.dynamic`
+/// moved on and only read-only tables are left in it; the first version of that did so from the
+/// section headers alone, and garbage ones (an unrecognized `.dynamic`, a MIPS `.rld_map` no
+/// section describes) made `PT_DYNAMIC` or `DT_MIPS_RLD_MAP_REL`'s target read-only. Fuzz inputs:
+/// dynamic-stays-in-writable-segment, mips-rld-map-keeps-segment-writable.
+#[test]
+fn segments_the_loader_writes_stay_writable() {
+    strict("dynamic-stays-in-writable-segment");
+    strict("mips-rld-map-keeps-segment-writable");
+}
+
+/// Garbage in, not findings: an `SHT_NULL` section header with the fields of a note section
+/// (gABI: its other members are undefined, and the oracle now ignores it), and `e_shoff` 0 with
+/// `e_shnum` 29 (elfpatch reads no section headers, the oracle read them over the ELF header).
+/// Both must still pass the loader-level properties. Fuzz inputs: null-section-with-fields,
+/// shoff-zero-with-sections.
+#[test]
+fn inactive_or_absent_section_headers_do_not_count() {
+    strict("null-section-with-fields");
+    strict("shoff-zero-with-sections");
+}

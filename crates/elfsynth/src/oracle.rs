@@ -1175,7 +1175,14 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
             }
         }
     }
-    for (i, s) in sh.iter().enumerate().skip(1) {
+    // gABI: an SHT_NULL header is inactive and its other members are undefined, so it describes
+    // nothing that could be misplaced.
+    for (i, s) in sh
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, s)| s.sh_type != 0)
+    {
         let nm = &s.name;
         if s.link as usize >= sh.len() {
             v.push(format!(
@@ -1241,7 +1248,7 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(_, s)| s.flags & k::SHF_ALLOC != 0)
+        .filter(|(_, s)| s.sh_type != 0 && s.flags & k::SHF_ALLOC != 0)
         .map(|(i, s)| (s.addr, s.size, i))
         .collect();
     for (i, j) in overlapping(alloc) {
@@ -1255,7 +1262,7 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
         .iter()
         .enumerate()
         .skip(1)
-        .filter(|(_, s)| s.sh_type != k::SHT_NOBITS)
+        .filter(|(_, s)| s.sh_type != 0 && s.sh_type != k::SHT_NOBITS)
         .map(|(i, s)| (s.offset, s.size, i))
         .collect();
     for (i, j) in overlapping(filed) {

@@ -748,10 +748,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         }
         moved_names.dedup();
         self.version_section_counts(&mut shdrs, &v);
-        if item(ItemKind::Dynamic).is_some() {
-            if let Some(d) = d {
-                read_only_if_emptied(&mut phdrs, &shdrs, d.offset);
-            }
+        if let (Some(d), Some(it)) = (d, item(ItemKind::Dynamic)) {
+            read_only_if_emptied(e, &mut phdrs, &shdrs, d, it.vaddr, &final_dyn);
         }
 
         // Commit: one write of the file header and program headers when they are adjacent.
@@ -868,7 +866,12 @@ impl<'p, 'a> Builder<'p, 'a> {
             .elf
             .sections
             .iter()
-            .filter(|x| matches!(x.shdr.sh_type, elf::SHT_SYMTAB | elf::SHT_DYNSYM))
+            // An empty table has nothing to fix, and its offset is checked by nobody: a garbage
+            // one may point anywhere.
+            .filter(|x| {
+                matches!(x.shdr.sh_type, elf::SHT_SYMTAB | elf::SHT_DYNSYM)
+                    && x.shdr.sh_size >= f.sym_size() as u64
+            })
             .map(|x| SymbolFixup {
                 table: x.index,
                 offset: shdrs[x.index].sh_offset,
@@ -935,32 +938,69 @@ impl BlockMove {
     }
 }
 
-/// Drops `PF_W` from the writable `PT_LOAD` that held `.dynamic` (at file offset `dynamic`) when,
-/// by the new section headers, it holds no writable section any more. Files an editor already
-/// grew have such segments: writable only because `.dynamic` was moved into them, next to
-/// `.dynstr`, `.interp` or notes (patchelf's appended segment in auditwheel'd Python wheels, or
-/// ours after `strip` put the section headers behind it). Once `.dynamic` moved on, nothing the
-/// loader writes lives there (it writes `DT_DEBUG` into the new `.dynamic`), and a writable
-/// segment without writable sections is what eu-elflint reports. Without section headers nothing
-/// is known about what else the segment holds, so it is left as it is.
-fn read_only_if_emptied(phdrs: &mut [Phdr], shdrs: &[Shdr], dynamic: u64) {
-    if shdrs.is_empty() {
+/// Drops `PF_W` from the writable `PT_LOAD` that held `.dynamic` when, once `.dynamic` moved on,
+/// it holds nothing the process may write. Files an editor already grew have such segments:
+/// writable only because `.dynamic` was moved into them next to `.dynstr`, `.interp` or notes
+/// (patchelf's appended segment in auditwheel'd Python wheels, or ours after `strip` put the
+/// section headers behind it), and a writable segment without writable sections is what
+/// eu-elflint reports. A segment the process writes into must stay writable, so this only
+/// happens when all of these hold, and the segment is left as it is otherwise:
+/// - section headers describe the old `.dynamic` (so they can be trusted to describe the rest),
+///   and every allocated section left in the segment is one of the read-only tables a loader
+///   only reads (notes, `.interp`, string, symbol, hash and version tables);
+/// - the new `.dynamic` (at `new_dynamic`) is elsewhere, and no address in the final dynamic
+///   array other than those tables' points into the segment (`DT_PLTGOT`, init arrays,
+///   relocation tables, `DT_DEBUG`-style pointers keep it writable);
+/// - the file is not MIPS, whose loader writes through `DT_MIPS_RLD_MAP(_REL)` and GOT entries
+///   that sections need not describe.
+fn read_only_if_emptied(
+    e: &crate::read::Elf,
+    phdrs: &mut [Phdr],
+    shdrs: &[Shdr],
+    old: &crate::read::Dynamic,
+    new_dynamic: u64,
+    final_dyn: &[Dyn],
+) {
+    if old.section.is_none() || e.machine() == elf::EM_MIPS {
         return;
     }
+    let read_only_table = |i: usize, sh: &Shdr| {
+        sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
+            && (matches!(
+                sh.sh_type,
+                elf::SHT_NOTE
+                    | elf::SHT_STRTAB
+                    | elf::SHT_DYNSYM
+                    | elf::SHT_HASH
+                    | elf::SHT_GNU_HASH
+                    | elf::SHT_GNU_VERSYM
+                    | elf::SHT_GNU_VERNEED
+                    | elf::SHT_GNU_VERDEF
+            ) || (sh.sh_type == elf::SHT_PROGBITS
+                && e.sections.get(i).is_some_and(|x| x.name == b".interp")))
+    };
+    let read_only_tag =
+        |tag: u64| tag == u64::from(elf::DT_STRTAB) || (is_movable_pointer_tag(tag) && tag != 0);
     for p in phdrs.iter_mut() {
-        if p.p_type != elf::PT_LOAD || p.p_flags & elf::PF_W == 0 || !p.contains_offset(dynamic, 1)
+        if p.p_type != elf::PT_LOAD
+            || p.p_flags & elf::PF_W == 0
+            || !p.contains_offset(old.offset, 1)
         {
             continue;
         }
-        let end = p.p_vaddr.saturating_add(p.p_memsz);
-        let holds_writable = shdrs.iter().any(|sh| {
-            sh.is_alloc()
-                && sh.sh_flags & u64::from(elf::SHF_WRITE) != 0
-                && sh.sh_size > 0
-                && sh.sh_addr < end
-                && p.p_vaddr < sh.sh_addr.saturating_add(sh.sh_size)
+        let (lo, hi) = (p.p_vaddr, p.p_vaddr.saturating_add(p.p_memsz));
+        let inside = |a: u64| a >= lo && a < hi;
+        if inside(new_dynamic) {
+            continue;
+        }
+        let sections_read_only = shdrs.iter().enumerate().all(|(i, sh)| {
+            let overlaps = sh.sh_addr < hi && lo < sh.sh_addr.saturating_add(sh.sh_size.max(1));
+            !sh.is_alloc() || !overlaps || read_only_table(i, sh)
         });
-        if !holds_writable {
+        let pointed_at = final_dyn
+            .iter()
+            .any(|x| is_address_tag(x.tag) && !read_only_tag(x.tag) && inside(x.val));
+        if sections_read_only && !pointed_at {
             p.p_flags &= !elf::PF_W;
         }
     }

@@ -218,7 +218,16 @@ impl Plan {
         }
         for fx in &self.symbol_fixups {
             let size = format.sym_size() as u64;
-            let table = bytes[fx.offset as usize..(fx.offset + fx.count * size) as usize].to_vec();
+            let range = fx
+                .count
+                .checked_mul(size)
+                .and_then(|n| fx.offset.checked_add(n))
+                .filter(|&end| end <= bytes.len() as u64)
+                .map(|end| fx.offset as usize..end as usize)
+                .ok_or_else(|| {
+                    Error::malformed(fx.offset, "symbol table to fix up lies outside the file")
+                })?;
+            let table = bytes[range].to_vec();
             for (off, val) in symbol_fixup_writes(format, &table, &fx.moves) {
                 let at = (fx.offset + off) as usize;
                 bytes[at..at + val.len()].copy_from_slice(&val);
@@ -299,6 +308,23 @@ pub fn plan(elf: &Elf, tables: &Tables, edits: &[Edit], opts: &Options) -> Resul
     Planner::new(elf, tables, opts)?.run(edits)
 }
 
+/// Dynamic tags that name one table each (or its size): they must not appear with two values.
+const UNIQUE_TAGS: [u32; 13] = [
+    elf::DT_STRTAB,
+    elf::DT_STRSZ,
+    elf::DT_SYMTAB,
+    elf::DT_HASH,
+    elf::DT_GNU_HASH,
+    elf::DT_VERSYM,
+    elf::DT_VERNEED,
+    elf::DT_VERNEEDNUM,
+    elf::DT_VERDEF,
+    elf::DT_VERDEFNUM,
+    elf::DT_SYMENT,
+    elf::DT_SONAME,
+    elf::DT_MIPS_RLD_MAP_REL,
+];
+
 struct Planner<'a> {
     elf: &'a Elf,
     t: &'a Tables,
@@ -376,8 +402,71 @@ impl<'a> Planner<'a> {
             opts,
             f: elf.format,
         };
+        // One value per table pointer: glibc keeps the last of several entries, this reader the
+        // first, so with two different values nobody can say which table an edit must change.
+        if let Some(d) = &elf.dynamic {
+            for tag in UNIQUE_TAGS {
+                let mut values = d.entries().iter().filter(|x| x.tag == u64::from(tag));
+                if let Some(first) = values.next() {
+                    if let Some(other) = values.find(|x| x.val != first.val) {
+                        return Err(Error::malformed(
+                            d.offset,
+                            format!(
+                                "dynamic tag {tag:#x} appears with two values ({:#x} and {:#x}): \
+                                 which one the loader uses depends on the loader",
+                                first.val, other.val
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         // The tables .dynamic points to must not share bytes: editing one would change another.
         let regions = planner.dynamic_regions();
+        // Nor may they lie over the headers, the interpreter path or the dynamic array: their
+        // old bytes are zeroed once they move, and strings are written over in place.
+        let f = elf.format;
+        let mut headers = vec![(
+            "the ELF header",
+            0,
+            u64::from(elf.header.e_ehsize).max(f.ehdr_size() as u64),
+        )];
+        headers.push((
+            "the program header table",
+            elf.header.e_phoff,
+            (elf.phdrs.len() * f.phdr_size()) as u64,
+        ));
+        if let Some(i) = &elf.interp {
+            headers.push(("the interpreter path (PT_INTERP)", i.offset, i.capacity));
+        }
+        if let Some(d) = &elf.dynamic {
+            headers.push((
+                "the dynamic array (PT_DYNAMIC)",
+                d.offset,
+                (d.capacity() * f.dyn_size()) as u64,
+            ));
+        }
+        if elf.header.e_shoff != 0 {
+            headers.push((
+                "the section header table",
+                elf.header.e_shoff,
+                (elf.sections.len() * f.shdr_size()) as u64,
+            ));
+        }
+        for r in &regions {
+            for &(what, start, len) in &headers {
+                if r.size > 0 && len > 0 && r.offset < start.saturating_add(len) && start < r.end()
+                {
+                    return Err(Error::malformed(
+                        r.offset,
+                        format!(
+                            "a dynamic table ({:#x}+{:#x} in the file) overlaps {what}",
+                            r.offset, r.size
+                        ),
+                    ));
+                }
+            }
+        }
         for (i, a) in regions.iter().enumerate() {
             for b in &regions[i + 1..] {
                 if a.size > 0 && b.size > 0 && a.offset < b.end() && b.offset < a.end() {
