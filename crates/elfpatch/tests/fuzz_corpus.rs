@@ -506,3 +506,23 @@ fn inactive_or_absent_section_headers_do_not_count() {
     strict("null-section-with-fields");
     strict("shoff-zero-with-sections");
 }
+
+/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`,
+/// plan/build.rs `finish`): `PT_INTERP` at file offset 0, so the "interpreter path" was the ELF
+/// header; a longer interpreter moved it and zeroed the old bytes: the file started with four zero
+/// bytes. The interpreter path, the dynamic array and the dynamic tables must not overlap the
+/// headers or each other now, and a plan that would write anything but the header over the ELF
+/// header is refused. Fuzz input: interp-over-elf-header.
+#[test]
+fn an_interpreter_path_over_the_elf_header_is_refused() {
+    strict("interp-over-elf-header");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions/plan_apply/interp-over-elf-header");
+    let data = fs::read(path).unwrap();
+    let (elf_bytes, _) = check::split(&data);
+    let e = Elf::parse(elf_bytes).unwrap();
+    let t = Tables::read(elf_bytes, &e).unwrap();
+    let long = Edit::SetInterpreter(vec![b'i'; 300]);
+    let err = elfpatch::plan(&e, &t, &[long], &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("overlaps the ELF header"), "{err}");
+}

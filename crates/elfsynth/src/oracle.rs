@@ -476,7 +476,9 @@ fn parse_phdrs(r: R<'_>, h: &Header) -> Res<Vec<ProgramHeader>> {
 
 fn parse_shdrs(r: R<'_>, h: &Header) -> Res<Vec<SectionHeader>> {
     let want = if r.is64 { 64 } else { 40 };
-    if h.e_shnum == 0 {
+    // gABI: "If the file has no section header table, e_shoff holds zero" (whatever e_shnum
+    // says); the loader never reads them either.
+    if h.e_shnum == 0 || h.e_shoff == 0 {
         return Ok(Vec::new());
     }
     if u64::from(h.e_shentsize) < want {

@@ -413,7 +413,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         let mut shdrs: Vec<Shdr> = e.sections.iter().map(|x| x.shdr).collect();
         self.version_section_counts(&mut shdrs, &v);
         self.section_header_writes(&shdrs);
-        Ok(self.finish(Layout::InPlace, e.file_len, Vec::new()))
+        self.finish(Layout::InPlace, e.file_len, Vec::new())
     }
 
     /// Something does not fit: copy-on-write into the appended segment, one commit write.
@@ -806,7 +806,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             moved_phdrs: table_moved,
             moved: moved_names,
         };
-        Ok(self.finish(layout, seg.end_offset.max(e.file_len), fixups))
+        self.finish(layout, seg.end_offset.max(e.file_len), fixups)
     }
 
     /// Records that section `i` now lives at `off`/`addr` with `size`. A section can move twice in
@@ -882,7 +882,24 @@ impl<'p, 'a> Builder<'p, 'a> {
     }
 
     /// Orders the writes and checks they stay inside the new file.
-    fn finish(mut self, layout: Layout, new_len: u64, symbol_fixups: Vec<SymbolFixup>) -> Plan {
+    fn finish(
+        mut self,
+        layout: Layout,
+        new_len: u64,
+        symbol_fixups: Vec<SymbolFixup>,
+    ) -> Result<Plan> {
+        // The last line of defence: only the header write itself may touch the ELF header. The
+        // checks in `Planner::new` refuse the inputs known to lead here; anything else that
+        // does is refused too rather than written.
+        let ehdr = self.p.f.ehdr_size() as u64;
+        if let Some(w) = self.writes.iter().find(|w| {
+            w.offset < ehdr && !matches!(w.what.as_str(), "ELF header" | "ELF and program headers")
+        }) {
+            return Err(Error::refused(format!(
+                "the edit would write {} over the ELF header: the file's tables are not where its headers say",
+                w.what
+            )));
+        }
         // Stage, commit, cleanup; within cleanup, section headers before zeroing (right after the
         // commit they are the only thing still describing the old layout). Stable otherwise.
         self.writes
@@ -891,13 +908,13 @@ impl<'p, 'a> Builder<'p, 'a> {
             self.writes.iter().all(|w| w.offset + w.len <= new_len),
             "write past the end"
         );
-        Plan {
+        Ok(Plan {
             writes: self.writes,
             old_len: self.p.elf.file_len,
             new_len,
             symbol_fixups,
             layout,
-        }
+        })
     }
 }
 

@@ -423,47 +423,68 @@ impl<'a> Planner<'a> {
         }
         // The tables .dynamic points to must not share bytes: editing one would change another.
         let regions = planner.dynamic_regions();
-        // Nor may they lie over the headers, the interpreter path or the dynamic array: their
-        // old bytes are zeroed once they move, and strings are written over in place.
+        // What an edit may overwrite in place or zero once it moved (the dynamic tables, the
+        // interpreter path, the dynamic array) must not lie over the headers, nor over each
+        // other: garbage offsets (a PT_INTERP at offset 0, a second DT_STRTAB pointing into the
+        // ELF header) would otherwise have an edit zero the ELF header.
         let f = elf.format;
-        let mut headers = vec![(
-            "the ELF header",
+        let mut fixed = vec![(
+            "the ELF header".to_string(),
             0,
             u64::from(elf.header.e_ehsize).max(f.ehdr_size() as u64),
         )];
-        headers.push((
-            "the program header table",
+        fixed.push((
+            "the program header table".to_string(),
             elf.header.e_phoff,
             (elf.phdrs.len() * f.phdr_size()) as u64,
         ));
-        if let Some(i) = &elf.interp {
-            headers.push(("the interpreter path (PT_INTERP)", i.offset, i.capacity));
-        }
-        if let Some(d) = &elf.dynamic {
-            headers.push((
-                "the dynamic array (PT_DYNAMIC)",
-                d.offset,
-                (d.capacity() * f.dyn_size()) as u64,
-            ));
-        }
         if elf.header.e_shoff != 0 {
-            headers.push((
-                "the section header table",
+            fixed.push((
+                "the section header table".to_string(),
                 elf.header.e_shoff,
                 (elf.sections.len() * f.shdr_size()) as u64,
             ));
         }
-        for r in &regions {
-            for &(what, start, len) in &headers {
-                if r.size > 0 && len > 0 && r.offset < start.saturating_add(len) && start < r.end()
-                {
-                    return Err(Error::malformed(
-                        r.offset,
-                        format!(
-                            "a dynamic table ({:#x}+{:#x} in the file) overlaps {what}",
-                            r.offset, r.size
-                        ),
-                    ));
+        let mut editable: Vec<(String, u64, u64)> = regions
+            .iter()
+            .map(|r| {
+                (
+                    format!(
+                        "a dynamic table ({:#x}+{:#x} in the file)",
+                        r.offset, r.size
+                    ),
+                    r.offset,
+                    r.size,
+                )
+            })
+            .collect();
+        let tables = editable.len();
+        if let Some(i) = &elf.interp {
+            editable.push((
+                "the interpreter path (PT_INTERP)".to_string(),
+                i.offset,
+                i.capacity,
+            ));
+        }
+        if let Some(d) = &elf.dynamic {
+            editable.push((
+                "the dynamic array (PT_DYNAMIC)".to_string(),
+                d.offset,
+                (d.capacity() * f.dyn_size()) as u64,
+            ));
+        }
+        let overlap = |a: u64, al: u64, b: u64, bl: u64| {
+            al > 0 && bl > 0 && a < b.saturating_add(bl) && b < a.saturating_add(al)
+        };
+        for (k, (what, start, len)) in editable.iter().enumerate() {
+            // Two dynamic tables sharing bytes get their own message below.
+            let others = editable
+                .iter()
+                .enumerate()
+                .filter(|&(m, _)| m > k && m >= tables);
+            for (other, ostart, olen) in fixed.iter().chain(others.map(|(_, x)| x)) {
+                if overlap(*start, *len, *ostart, *olen) {
+                    return Err(Error::malformed(*start, format!("{what} overlaps {other}")));
                 }
             }
         }
