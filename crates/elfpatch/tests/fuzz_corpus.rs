@@ -526,3 +526,22 @@ fn an_interpreter_path_over_the_elf_header_is_refused() {
     let err = elfpatch::plan(&e, &t, &[long], &Options::default()).unwrap_err();
     assert!(err.to_string().contains("overlaps the ELF header"), "{err}");
 }
+
+/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`):
+/// `DT_SYMENT` 4351 in a shared library; glibc asserts `DT_SYMENT == sizeof (Sym)`, and other
+/// readers took one 4351-byte "symbol" at `DT_SYMTAB`, which after the table moved to the end of
+/// the file ran past it. A symbol entry size other than the class's is refused now. Fuzz input:
+/// symbol-entry-size-garbage.
+#[test]
+fn a_garbage_symbol_entry_size_is_refused() {
+    strict("symbol-entry-size-garbage");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions/plan_apply/symbol-entry-size-garbage");
+    let data = fs::read(path).unwrap();
+    let (elf_bytes, _) = check::split(&data);
+    let e = Elf::parse(elf_bytes).unwrap();
+    let t = Tables::read(elf_bytes, &e).unwrap();
+    let grow = Edit::SetRunpath(vec![b'r'; 400]);
+    let err = elfpatch::plan(&e, &t, &[grow], &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("DT_SYMENT"), "{err}");
+}

@@ -405,6 +405,19 @@ impl<'a> Planner<'a> {
         // One value per table pointer: glibc keeps the last of several entries, this reader the
         // first, so with two different values nobody can say which table an edit must change.
         if let Some(d) = &elf.dynamic {
+            // Symbols are as large as the class says; glibc asserts it, and a table moved with
+            // another entry size would be read differently by other readers.
+            if let Some(n) = d.get(elf::DT_SYMENT) {
+                if n != elf.format.sym_size() as u64 {
+                    return Err(Error::malformed(
+                        d.offset,
+                        format!(
+                            "DT_SYMENT is {n}, not the {} bytes of a symbol",
+                            elf.format.sym_size()
+                        ),
+                    ));
+                }
+            }
             for tag in UNIQUE_TAGS {
                 let mut values = d.entries().iter().filter(|x| x.tag == u64::from(tag));
                 if let Some(first) = values.next() {
