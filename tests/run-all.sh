@@ -68,7 +68,8 @@ suite_sweep() {
 suite_demo() { bash examples/demo.sh; }
 suite_bench_smoke() {
   # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
-  python3 bench/elfpatch_bench.py --size 32M --repeat 1
+  python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&
+    python3 bench/tree_bench.py --small --repeat 1
 }
 
 all=(rust hook nix cross sweep demo bench_smoke)
