@@ -452,7 +452,9 @@ pub fn normalize(s: &str) -> String {
 ///
 /// Garbage in: when a header of the input already claims bytes past the end of the file or
 /// outside every segment, the appended data may land in that range, so new overlaps are not
-/// counted then; likewise new `PT_PHDR` issues when its `PT_PHDR` was already inconsistent.
+/// counted then; likewise new `PT_PHDR` issues when its `PT_PHDR` was already inconsistent, and
+/// new section-level issues when the input's section headers already were (the loader never
+/// reads them: keeping garbage consistent means nothing; the loader's view stays strict).
 /// Section names are compared as `'_'`: with a garbage `e_shstrndx` they are read
 /// from bytes (the ELF header, say) that an edit legitimately changes.
 pub fn new_issues(before: &[String], after: &[String]) -> Vec<String> {
@@ -466,12 +468,14 @@ pub fn new_issues(before: &[String], after: &[String]) -> Vec<String> {
             || s.contains("not inside a PT_LOAD")
     });
     let bad_phdr = before.iter().any(|s| s.contains("PT_PHDR"));
+    let bad_sections = before.iter().any(|s| s.contains("section"));
     let kinds: BTreeSet<String> = before.iter().map(|s| normalize(s)).collect();
     after
         .iter()
         .filter(|s| !kinds.contains(&normalize(s)))
         .filter(|s| !(past_eof && s.contains("overlap")))
         .filter(|s| !(bad_phdr && s.contains("PT_PHDR")))
+        .filter(|s| !(bad_sections && s.contains("section")))
         .cloned()
         .collect()
 }
@@ -782,10 +786,7 @@ pub fn plan_apply_checked_with(data: &[u8], known: Known) -> Result<Stats, Failu
             )));
         }
         let issues_after = validate_issues(&after, known);
-        let mut new = new_issues(&issues_before, &issues_after);
-        if issues_before.iter().any(|v| v.contains("section")) {
-            new.retain(|v| !v.contains("section"));
-        }
+        let new = new_issues(&issues_before, &issues_after);
         if !new.is_empty() {
             return Err(Failure(format!(
                 "edits {shown}: new validate issues {new:?} (before: {issues_before:?})"
@@ -797,28 +798,12 @@ pub fn plan_apply_checked_with(data: &[u8], known: Known) -> Result<Stats, Failu
             .filter(|_| {
                 !(known.room_ignores_dynamic_tables && tables_outside_sections(&elf, &tables))
             });
-        // Garbage in, sections: the loader ignores section headers, and when the input's are
-        // already inconsistent (or e_shoff is 0 with sections counted, which elfpatch reads as
-        // "no section headers" and the oracle as headers at offset 0), keeping them consistent
-        // means nothing: section-level findings on the output are not counted then. The loader's
-        // view (segments, dynamic entries, the values read back) stays strict.
-        let vb = oracle::check_layout(&bytes);
-        let sections_garbage = (elf.header.e_shoff == 0 && elf.header.e_shnum != 0)
-            || vb.iter().any(|v| v.contains("section"))
-            || issues_before.iter().any(|v| v.contains("section"));
         if let Some(ob) = oracle_before {
-            let oa = match oracle::read(&next) {
-                Ok(oa) => oa,
-                Err(e) if sections_garbage && (e.0.contains("section") || e.0.contains("sh_")) => {
-                    bytes = next;
-                    continue;
-                }
-                Err(e) => {
-                    return Err(Failure(format!(
-                        "the oracle reads the input but not the output of {shown}: {e}"
-                    )))
-                }
-            };
+            let oa = oracle::read(&next).map_err(|e| {
+                Failure(format!(
+                    "the oracle reads the input but not the output of {shown}: {e}"
+                ))
+            })?;
             // The oracle reads its own way; compare it with what it read before, edited.
             let before_oracle = Info::of_oracle(&ob);
             if before_oracle == Info::of(&elf).lossy() && Info::of_oracle(&oa) != expect.lossy() {
@@ -828,10 +813,8 @@ pub fn plan_apply_checked_with(data: &[u8], known: Known) -> Result<Stats, Failu
                     expect.lossy()
                 )));
             }
+            let vb = oracle::check_layout(&bytes);
             let mut new = new_issues(&vb, &oracle::check_layout(&next));
-            if sections_garbage {
-                new.retain(|v| !v.contains("section"));
-            }
             let max_align = |e: &Elf| e.loads().map(|p| p.p_align).max().unwrap_or(0);
             if known.block_align_not_power_of_two
                 && elf

@@ -498,7 +498,8 @@ fn segments_the_loader_writes_stay_writable() {
 
 /// Garbage in, not findings: an `SHT_NULL` section header with the fields of a note section
 /// (gABI: its other members are undefined, and the oracle now ignores it), and `e_shoff` 0 with
-/// `e_shnum` 29 (elfpatch reads no section headers, the oracle read them over the ELF header).
+/// `e_shnum` 29 (no section header table, as the gABI says; the oracle used to read one over the
+/// ELF header).
 /// Both must still pass the loader-level properties. Fuzz inputs: null-section-with-fields,
 /// shoff-zero-with-sections.
 #[test]

@@ -757,11 +757,11 @@ impl<'p, 'a> Builder<'p, 'a> {
         let eh = f.encode_header(&header);
         if let Some(it) = item(ItemKind::PhdrTable) {
             self.push_bytes(it.offset, phdr_bytes, Phase::Stage, "program header table");
-            self.push_bytes(0, eh, Phase::Commit, "ELF header");
+            self.push_bytes(0, eh, Phase::Commit, ELF_HEADER);
         } else if header.e_phoff == eh.len() as u64 && header != e.header {
             let mut b = eh;
             b.extend_from_slice(&phdr_bytes);
-            self.push_bytes(0, b, Phase::Commit, "ELF and program headers");
+            self.push_bytes(0, b, Phase::Commit, ELF_AND_PROGRAM_HEADERS);
         } else {
             self.push_bytes(
                 header.e_phoff,
@@ -770,7 +770,7 @@ impl<'p, 'a> Builder<'p, 'a> {
                 "program headers",
             );
             if header != e.header {
-                self.push_bytes(0, eh, Phase::Commit, "ELF header");
+                self.push_bytes(0, eh, Phase::Commit, ELF_HEADER);
             }
         }
 
@@ -892,9 +892,11 @@ impl<'p, 'a> Builder<'p, 'a> {
         // checks in `Planner::new` refuse the inputs known to lead here; anything else that
         // does is refused too rather than written.
         let ehdr = self.p.f.ehdr_size() as u64;
-        if let Some(w) = self.writes.iter().find(|w| {
-            w.offset < ehdr && !matches!(w.what.as_str(), "ELF header" | "ELF and program headers")
-        }) {
+        if let Some(w) = self
+            .writes
+            .iter()
+            .find(|w| w.offset < ehdr && w.what != ELF_HEADER && w.what != ELF_AND_PROGRAM_HEADERS)
+        {
             return Err(Error::refused(format!(
                 "the edit would write {} over the ELF header: the file's tables are not where its headers say",
                 w.what
@@ -983,21 +985,12 @@ fn read_only_if_emptied(
     }
     let read_only_table = |i: usize, sh: &Shdr| {
         sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
-            && (matches!(
-                sh.sh_type,
-                elf::SHT_NOTE
-                    | elf::SHT_STRTAB
-                    | elf::SHT_DYNSYM
-                    | elf::SHT_HASH
-                    | elf::SHT_GNU_HASH
-                    | elf::SHT_GNU_VERSYM
-                    | elf::SHT_GNU_VERNEED
-                    | elf::SHT_GNU_VERDEF
-            ) || (sh.sh_type == elf::SHT_PROGBITS
-                && e.sections.get(i).is_some_and(|x| x.name == b".interp")))
+            && (is_read_only_table_type(sh.sh_type)
+                || sh.sh_type == elf::SHT_STRTAB
+                || (sh.sh_type == elf::SHT_PROGBITS
+                    && e.sections.get(i).is_some_and(|x| x.name == b".interp")))
     };
-    let read_only_tag =
-        |tag: u64| tag == u64::from(elf::DT_STRTAB) || (is_movable_pointer_tag(tag) && tag != 0);
+    let read_only_tag = |tag: u64| tag == u64::from(elf::DT_STRTAB) || is_movable_pointer_tag(tag);
     for p in phdrs.iter_mut() {
         if p.p_type != elf::PT_LOAD
             || p.p_flags & elf::PF_W == 0
@@ -1110,6 +1103,27 @@ pub(super) fn is_movable_pointer_tag(tag: u64) -> bool {
     ]
     .iter()
     .any(|&t| u64::from(t) == tag)
+}
+
+/// What the writes of the file header are called: the only writes allowed over it.
+const ELF_HEADER: &str = "ELF header";
+/// See [`ELF_HEADER`].
+const ELF_AND_PROGRAM_HEADERS: &str = "ELF and program headers";
+
+/// Section types of the tables a loader only reads, which may therefore move into (or stay in) a
+/// read-only segment: notes, hash tables, dynamic symbols and version records. `.dynstr` and
+/// `.interp` are recognized by callers from what they are, not their type.
+pub(super) fn is_read_only_table_type(sh_type: u32) -> bool {
+    matches!(
+        sh_type,
+        elf::SHT_NOTE
+            | elf::SHT_HASH
+            | elf::SHT_GNU_HASH
+            | elf::SHT_DYNSYM
+            | elf::SHT_GNU_VERSYM
+            | elf::SHT_GNU_VERNEED
+            | elf::SHT_GNU_VERDEF
+    )
 }
 
 /// Dynamic tags whose value is an address (`d_ptr`), per the gABI and GNU extensions.

@@ -3,7 +3,7 @@
 
 use object::elf;
 
-use super::build::{is_address_tag, is_movable_pointer_tag};
+use super::build::{is_address_tag, is_movable_pointer_tag, is_read_only_table_type};
 use super::{checked_align_up, Planner};
 use crate::error::{Error, Result};
 use crate::refs::Region;
@@ -392,16 +392,7 @@ impl Planner<'_> {
                 let movable = sane_align
                     && sh.is_alloc()
                     && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
-                    && (matches!(
-                        sh.sh_type,
-                        elf::SHT_NOTE
-                            | elf::SHT_HASH
-                            | elf::SHT_GNU_HASH
-                            | elf::SHT_DYNSYM
-                            | elf::SHT_GNU_VERSYM
-                            | elf::SHT_GNU_VERNEED
-                            | elf::SHT_GNU_VERDEF
-                    ) || known_table);
+                    && (is_read_only_table_type(sh.sh_type) || known_table);
                 out.push(Occupant {
                     start: sh.sh_offset,
                     end: sh.sh_offset.saturating_add(sh.sh_size),

@@ -325,6 +325,79 @@ const UNIQUE_TAGS: [u32; 13] = [
     elf::DT_MIPS_RLD_MAP_REL,
 ];
 
+/// What an edit may write over in place or zero once it moved — the dynamic tables, the
+/// interpreter path, the dynamic array — must share no byte with the headers or with each other:
+/// editing one would change another, and garbage offsets (a `PT_INTERP` at offset 0, a second
+/// `DT_STRTAB` pointing into the ELF header) would have an edit zero the ELF header.
+fn check_no_overlaps(elf: &Elf, tables: &[crate::refs::Region]) -> Result<()> {
+    #[derive(PartialEq)]
+    enum Kind {
+        Table,
+        Editable,
+        Header,
+    }
+    let f = elf.format;
+    let mut areas: Vec<(String, u64, u64, Kind)> = tables
+        .iter()
+        .map(|r| {
+            let what = format!(
+                "a dynamic table ({:#x}+{:#x} in the file)",
+                r.offset, r.size
+            );
+            (what, r.offset, r.size, Kind::Table)
+        })
+        .collect();
+    if let Some(i) = &elf.interp {
+        let what = "the interpreter path (PT_INTERP)".to_string();
+        areas.push((what, i.offset, i.capacity, Kind::Editable));
+    }
+    if let Some(d) = &elf.dynamic {
+        let len = (d.capacity() * f.dyn_size()) as u64;
+        areas.push((
+            "the dynamic array (PT_DYNAMIC)".into(),
+            d.offset,
+            len,
+            Kind::Editable,
+        ));
+    }
+    let ehdr = u64::from(elf.header.e_ehsize).max(f.ehdr_size() as u64);
+    areas.push(("the ELF header".into(), 0, ehdr, Kind::Header));
+    let phdrs = (elf.phdrs.len() * f.phdr_size()) as u64;
+    areas.push((
+        "the program header table".into(),
+        elf.header.e_phoff,
+        phdrs,
+        Kind::Header,
+    ));
+    if elf.header.e_shoff != 0 {
+        let shdrs = (elf.sections.len() * f.shdr_size()) as u64;
+        areas.push((
+            "the section header table".into(),
+            elf.header.e_shoff,
+            shdrs,
+            Kind::Header,
+        ));
+    }
+    for (k, (what, start, len, kind)) in areas.iter().enumerate() {
+        for (other, ostart, olen, okind) in &areas[k + 1..] {
+            let overlap = *len > 0
+                && *olen > 0
+                && *start < ostart.saturating_add(*olen)
+                && *ostart < start.saturating_add(*len);
+            if !overlap || *kind == Kind::Header {
+                continue;
+            }
+            if *kind == Kind::Table && *okind == Kind::Table {
+                return Err(Error::refused(format!(
+                    "the dynamic tables at {start:#x}+{len:#x} and {ostart:#x}+{olen:#x} overlap"
+                )));
+            }
+            return Err(Error::malformed(*start, format!("{what} overlaps {other}")));
+        }
+    }
+    Ok(())
+}
+
 struct Planner<'a> {
     elf: &'a Elf,
     t: &'a Tables,
@@ -434,83 +507,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        // The tables .dynamic points to must not share bytes: editing one would change another.
-        let regions = planner.dynamic_regions();
-        // What an edit may overwrite in place or zero once it moved (the dynamic tables, the
-        // interpreter path, the dynamic array) must not lie over the headers, nor over each
-        // other: garbage offsets (a PT_INTERP at offset 0, a second DT_STRTAB pointing into the
-        // ELF header) would otherwise have an edit zero the ELF header.
-        let f = elf.format;
-        let mut fixed = vec![(
-            "the ELF header".to_string(),
-            0,
-            u64::from(elf.header.e_ehsize).max(f.ehdr_size() as u64),
-        )];
-        fixed.push((
-            "the program header table".to_string(),
-            elf.header.e_phoff,
-            (elf.phdrs.len() * f.phdr_size()) as u64,
-        ));
-        if elf.header.e_shoff != 0 {
-            fixed.push((
-                "the section header table".to_string(),
-                elf.header.e_shoff,
-                (elf.sections.len() * f.shdr_size()) as u64,
-            ));
-        }
-        let mut editable: Vec<(String, u64, u64)> = regions
-            .iter()
-            .map(|r| {
-                (
-                    format!(
-                        "a dynamic table ({:#x}+{:#x} in the file)",
-                        r.offset, r.size
-                    ),
-                    r.offset,
-                    r.size,
-                )
-            })
-            .collect();
-        let tables = editable.len();
-        if let Some(i) = &elf.interp {
-            editable.push((
-                "the interpreter path (PT_INTERP)".to_string(),
-                i.offset,
-                i.capacity,
-            ));
-        }
-        if let Some(d) = &elf.dynamic {
-            editable.push((
-                "the dynamic array (PT_DYNAMIC)".to_string(),
-                d.offset,
-                (d.capacity() * f.dyn_size()) as u64,
-            ));
-        }
-        let overlap = |a: u64, al: u64, b: u64, bl: u64| {
-            al > 0 && bl > 0 && a < b.saturating_add(bl) && b < a.saturating_add(al)
-        };
-        for (k, (what, start, len)) in editable.iter().enumerate() {
-            // Two dynamic tables sharing bytes get their own message below.
-            let others = editable
-                .iter()
-                .enumerate()
-                .filter(|&(m, _)| m > k && m >= tables);
-            for (other, ostart, olen) in fixed.iter().chain(others.map(|(_, x)| x)) {
-                if overlap(*start, *len, *ostart, *olen) {
-                    return Err(Error::malformed(*start, format!("{what} overlaps {other}")));
-                }
-            }
-        }
-        for (i, a) in regions.iter().enumerate() {
-            for b in &regions[i + 1..] {
-                if a.size > 0 && b.size > 0 && a.offset < b.end() && b.offset < a.end() {
-                    return Err(Error::refused(format!(
-                        "the dynamic tables at {:#x}+{:#x} and {:#x}+{:#x} overlap",
-                        a.offset, a.size, b.offset, b.size
-                    )));
-                }
-            }
-        }
+        check_no_overlaps(elf, &planner.dynamic_regions())?;
         Ok(planner)
     }
 
