@@ -546,3 +546,15 @@ fn a_garbage_symbol_entry_size_is_refused() {
     let err = elfpatch::plan(&e, &t, &[grow], &Options::default()).unwrap_err();
     assert!(err.to_string().contains("DT_SYMENT"), "{err}");
 }
+
+/// FOUND BY FUZZING in CI's 60-second run, fixed in the commit that added this test
+/// (plan/layout.rs `find_room`): a section of garbage type over the bytes of a note, starting where
+/// the movable `PT_NOTE` does. The run of movable things freeing room for the grown program header
+/// table stopped at the note, and only occupants reaching past the block were checked, so the
+/// unmovable section inside it stayed behind, overlapping the grown table. Every occupant that
+/// starts inside the block must be movable now, else the table itself moves. Fuzz input:
+/// unmovable-section-inside-moved-block.
+#[test]
+fn an_unmovable_section_inside_the_moved_block_keeps_it_in_place() {
+    strict("unmovable-section-inside-moved-block");
+}

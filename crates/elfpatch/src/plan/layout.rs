@@ -306,17 +306,21 @@ impl Planner<'_> {
             end = end.max(o.end);
             align = align.max(o.align);
         }
-        // Anything overlapping the block must lie inside it entirely, and be movable.
+        // Anything overlapping the block must lie inside it entirely, and be movable: also what
+        // starts where a movable thing does (a garbage section over a note's bytes), which the
+        // run above need not have met.
         loop {
             let mut grew = false;
             for o in &occupants {
-                if o.start < end && o.end > end && o.start >= table_end {
+                if o.start >= table_end && o.start < end {
                     if !o.movable || o.end > load_end {
                         return Ok(Room::MoveTable);
                     }
-                    end = o.end;
-                    align = align.max(o.align);
-                    grew = true;
+                    if o.end > end {
+                        end = o.end;
+                        align = align.max(o.align);
+                        grew = true;
+                    }
                 }
             }
             if !grew {
