@@ -558,3 +558,21 @@ fn a_garbage_symbol_entry_size_is_refused() {
 fn an_unmovable_section_inside_the_moved_block_keeps_it_in_place() {
     strict("unmovable-section-inside-moved-block");
 }
+
+/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`): two
+/// `PT_PHDR`s, one with a garbage offset and size 0. A growing edit gives every `PT_PHDR` the new
+/// table's size, so the garbage one came to claim 0x268 bytes far past the end of the file. The
+/// gABI allows one `PT_PHDR`; a file with more is refused. Fuzz input: two-phdr-segments.
+#[test]
+fn two_program_header_segments_are_refused() {
+    strict("two-phdr-segments");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/regressions/plan_apply/two-phdr-segments");
+    let data = fs::read(path).unwrap();
+    let (elf_bytes, _) = check::split(&data);
+    let e = Elf::parse(elf_bytes).unwrap();
+    let t = Tables::read(elf_bytes, &e).unwrap();
+    let grow = Edit::SetRunpath(vec![b'r'; 900]);
+    let err = elfpatch::plan(&e, &t, &[grow], &Options::default()).unwrap_err();
+    assert!(err.to_string().contains("more than one PT_PHDR"), "{err}");
+}

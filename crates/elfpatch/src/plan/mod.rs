@@ -448,6 +448,20 @@ impl<'a> Planner<'a> {
                 )));
             }
         }
+        // gABI: PT_PHDR "may not occur more than once in a file"; an edit that grows the table
+        // rewrites it, and a second one would be made to describe the table at its own offset.
+        if elf
+            .phdrs
+            .iter()
+            .filter(|p| p.p_type == elf::PT_PHDR)
+            .count()
+            > 1
+        {
+            return Err(Error::malformed(
+                elf.header.e_phoff,
+                "more than one PT_PHDR",
+            ));
+        }
         let loads: Vec<&Phdr> = elf.loads().collect();
         for (i, a) in loads.iter().enumerate() {
             for b in &loads[i + 1..] {
