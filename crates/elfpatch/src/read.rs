@@ -593,10 +593,18 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
     let Some(vaddr) = d.get(elf::DT_STRTAB) else {
         return Ok(None);
     };
-    let by_kind = e
-        .sections
-        .iter()
-        .find(|s| s.shdr.sh_type == elf::SHT_STRTAB && s.shdr.is_alloc() && s.shdr.sh_addr == vaddr)
+    let is_dynstr = |s: &&Section| {
+        s.shdr.sh_type == elf::SHT_STRTAB && s.shdr.is_alloc() && s.shdr.sh_addr == vaddr
+    };
+    // `.dynamic`'s sh_link names its string table (gABI); only when it does not describe
+    // DT_STRTAB does the first allocated string table at that address stand in for it.
+    let by_link = d
+        .section
+        .and_then(|i| e.sections.get(i))
+        .and_then(|ds| e.sections.get(ds.shdr.sh_link as usize))
+        .filter(is_dynstr);
+    let by_kind = by_link
+        .or_else(|| e.sections.iter().find(is_dynstr))
         .map(|s| s.index);
     let size = match d.get(elf::DT_STRSZ) {
         Some(sz) => sz,

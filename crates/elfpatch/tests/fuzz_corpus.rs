@@ -576,3 +576,71 @@ fn two_program_header_segments_are_refused() {
     let err = elfpatch::plan(&e, &t, &[grow], &Options::default()).unwrap_err();
     assert!(err.to_string().contains("more than one PT_PHDR"), "{err}");
 }
+
+/// FOUND BY FUZZING (CI-length run from fresh seeds), fixed in the commit that added this test
+/// (plan/build.rs, moved sections): an empty `.dynsym` right after the notes, in the block moved
+/// out of the way of the grown program header table. `DT_SYMTAB` was rebased with the block, but
+/// only sections with bytes followed it, so the empty section kept its old address and the
+/// section headers no longer described `DT_SYMTAB`. Fuzz input: empty-section-in-moved-block.
+#[test]
+fn an_empty_section_in_the_moved_block_moves_with_it() {
+    strict("empty-section-in-moved-block");
+    // In elfsynth's PIE the grown program header table displaces `.interp` and the build-id
+    // note; an empty note section there must keep its place relative to `.interp`.
+    let mut b = synth();
+    let size_field = shdr_field(&b, b".note.gnu.build-id", 32);
+    put_u64(&mut b, size_field, 0);
+    let plan = plan_on(&b, &grow()).unwrap();
+    let mut out = b.clone();
+    plan.apply_to_vec(&mut out, Elf::parse(&b).unwrap().format)
+        .unwrap();
+    let addr = |bytes: &[u8], name: &[u8]| {
+        let e = Elf::parse(bytes).unwrap();
+        let sh = e.section_by_name(name).unwrap().shdr;
+        (sh.sh_offset, sh.sh_addr)
+    };
+    let (interp_before, note_before) = (addr(&b, b".interp"), addr(&b, b".note.gnu.build-id"));
+    let (interp_after, note_after) = (addr(&out, b".interp"), addr(&out, b".note.gnu.build-id"));
+    assert_ne!(interp_before, interp_after, ".interp did not move");
+    assert_eq!(
+        (
+            note_after.0.wrapping_sub(interp_after.0),
+            note_after.1.wrapping_sub(interp_after.1)
+        ),
+        (
+            note_before.0 - interp_before.0,
+            note_before.1 - interp_before.1
+        ),
+        "the empty note stayed behind: {note_before:x?} -> {note_after:x?}"
+    );
+}
+
+/// FOUND BY FUZZING (CI's 60-second run; the input was not kept), fixed in the commit that added
+/// this test (read.rs, `read_strtab`): the section of `DT_STRTAB` was the first allocated string
+/// table at its address, while the gABI names it through `.dynamic`'s `sh_link`. With another
+/// section claiming the same address first, a growing edit moved that one's header and left
+/// `.dynstr` describing the old, zeroed bytes.
+#[test]
+fn the_string_table_section_is_the_one_dynamic_links_to() {
+    let mut b = synth();
+    let e = Elf::parse(&b).unwrap();
+    let dynstr_addr = e.section_by_name(b".dynstr").unwrap().shdr.sh_addr;
+    let hash = e.section_by_name(b".gnu.hash").unwrap().index;
+    let dynstr = e.section_by_name(b".dynstr").unwrap().index;
+    assert!(hash < dynstr);
+    let type_field = shdr_field(&b, b".gnu.hash", 4);
+    b[type_field as usize..type_field as usize + 4].copy_from_slice(&3u32.to_le_bytes());
+    let addr_field = shdr_field(&b, b".gnu.hash", 16);
+    put_u64(&mut b, addr_field, dynstr_addr);
+    let plan = plan_on(&b, &grow()).unwrap();
+    let mut out = b.clone();
+    plan.apply_to_vec(&mut out, e.format).unwrap();
+    let e = Elf::parse(&out).unwrap();
+    let sh = e.section_by_name(b".dynstr").unwrap().shdr;
+    let st = e.strtab.as_ref().unwrap();
+    assert_eq!(
+        (sh.sh_offset, sh.sh_addr),
+        (st.offset, st.vaddr),
+        ".dynstr was left behind"
+    );
+}

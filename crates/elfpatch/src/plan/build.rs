@@ -691,8 +691,13 @@ impl<'p, 'a> Builder<'p, 'a> {
         if let Some(m) = moved {
             for x in e.sections.iter() {
                 let sh = x.shdr;
+                // An empty section inside the block moves too: the dynamic tags that point at
+                // its address (an empty .dynsym or .rela.dyn) are rebased with the block, and
+                // its header must keep describing the same place.
+                let empty =
+                    sh.sh_size == 0 && sh.sh_type != elf::SHT_NOBITS && sh.sh_type != elf::SHT_NULL;
                 if sh.is_alloc()
-                    && sh.has_file_bytes()
+                    && (sh.has_file_bytes() || empty)
                     && m.contains(sh.sh_offset)
                     && sh.sh_offset + sh.sh_size <= m.block.end
                 {
