@@ -5,6 +5,10 @@
 #   TARGETS="plan_apply" fuzz/run.sh 600
 #   SANITIZER=none fuzz/run.sh 60    without AddressSanitizer (faster)
 #   KEEP_GOING=1 fuzz/run.sh 3600    fork mode: record crashes in fuzz/artifacts/ and go on
+#   FUZZ_SEED=1 FUZZ_RUNS=20000 fuzz/run.sh 300
+#                                    reproducible: libFuzzer's seed fixed, at most 20000 inputs per
+#                                    target (a fresh corpus from make_corpus.sh and one seed give the
+#                                    same inputs on every machine; the seconds stay a cap)
 #
 # Stable toolchain only: cargo-fuzz needs nightly's -Z flags (-Zsanitizer, and it passes
 # -Cpasses=sancov-module), which RUSTC_BOOTSTRAP=1 unlocks on stable; the stable toolchain ships
@@ -50,6 +54,8 @@ for t in "${targets[@]}"; do
   echo "run.sh: fuzzing $t for ${seconds}s" >&2
   extra=()
   [[ -n ${KEEP_GOING:-} ]] && extra=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+  [[ -n ${FUZZ_SEED:-} ]] && extra+=(-seed="$FUZZ_SEED")
+  [[ -n ${FUZZ_RUNS:-} ]] && extra+=(-runs="$FUZZ_RUNS")
   cargo fuzz run "${build[@]}" "$t" "${dirs[@]}" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
     -print_final_stats=1 -close_fd_mask=1 "${extra[@]}" >"$log" 2>&1
@@ -59,7 +65,7 @@ for t in "${targets[@]}"; do
   [[ -n $execs ]] || execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
   corpus=$(find "corpus/$t" -type f | wc -l)
-  line="$t: ${execs:-0} executions in ${seconds}s, coverage ${cov:-?} edges, corpus $corpus files"
+  line="$t: ${execs:-0} executions (seed ${FUZZ_SEED:-random}) in at most ${seconds}s, coverage ${cov:-?} edges, corpus $corpus files"
   if ((rc != 0)); then
     status=1
     line+=", FAILED (exit $rc)"
