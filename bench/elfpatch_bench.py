@@ -4,9 +4,11 @@
 Builds a shared library of --size bytes (default 1 GiB) whose RUNPATH is a long directory, then
 for each tool, on fresh copies of it: a shrinking RUNPATH edit, a growing one (a >300-byte path),
 and, for reference, --print-rpath. Each measurement is the median of --repeat runs; peak RSS comes
-from wait4() of that one process. Prints a Markdown table with the ratios patchelf/elfpatch.
+from wait4() of that one process. Before each run the copy is synced and then read once, untimed,
+for both tools alike (--cold: synced only; see warm()). Prints a Markdown table with the ratios
+patchelf/elfpatch.
 
-    python3 bench/elfpatch_bench.py [--size 1G] [--repeat 5] [--patchelf PATH] [--elfpatch PATH]
+    python3 bench/elfpatch_bench.py [--size 1G] [--repeat 5] [--patchelf PATH] [--elfpatch PATH] [--cold]
 """
 import argparse
 import os
@@ -62,6 +64,23 @@ def wall_of(cmd):
     return time.perf_counter() - t0
 
 
+COLD = False
+
+
+def warm(path):
+    """Reads path once, untimed, unless --cold.
+
+    On the 2-core VM this was written on, a run of a few milliseconds takes several times longer
+    after the machine sat idle (the sync of a 1 GiB copy is such a wait) than back to back; the
+    read puts both tools in the state a build leaves a library in (the fixup hooks before this
+    one read it whole). patchelf reads the whole file itself, so it gains nothing from it."""
+    if COLD:
+        return
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+
+
 def bench(tool, args, lib, work, repeat, copy):
     walls, rss = [], []
     for i in range(repeat):
@@ -73,10 +92,12 @@ def bench(tool, args, lib, work, repeat, copy):
             # the copy does not land in the measurement.
             os.sync()
         # Wall time with a precise clock on this copy; peak RSS on a second fresh copy.
+        warm(target)
         walls.append(wall_of([tool, *args, target]))
         if copy:
             shutil.copyfile(lib, target)
             os.sync()
+        warm(target)
         rss.append(run_measured([tool, *args, target])[1])
         if copy:
             check = subprocess.run([tool_for_check, "--print-rpath", target], capture_output=True, text=True, check=True).stdout.strip()
@@ -90,14 +111,16 @@ def bench(tool, args, lib, work, repeat, copy):
 
 
 def main():
-    global tool_for_check
+    global tool_for_check, COLD
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="1G")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--patchelf", default=shutil.which("patchelf"))
     ap.add_argument("--elfpatch", default=os.path.join(ROOT, "target/release/elfpatch"))
     ap.add_argument("--dir", default=None, help="work directory (needs about 3x --size free)")
+    ap.add_argument("--cold", action="store_true", help="time right after the sync, without reading the copy first")
     a = ap.parse_args()
+    COLD = a.cold
     size = parse_size(a.size)
     if not os.path.exists(a.elfpatch):
         subprocess.run(["cargo", "build", "--release", "-p", "elfpatch"], cwd=ROOT, check=True)
@@ -122,7 +145,8 @@ def main():
         # The floor under every wall time here: starting a process that does nothing, from this
         # same harness. elfpatch's own work is its wall time minus this.
         floor = statistics.median(wall_of(["/bin/true"]) for _ in range(50))
-        print(f"library: {real / (1 << 20):.0f} MiB (built in {built:.1f} s); patchelf: {pv}; median of {a.repeat} runs")
+        print(f"library: {real / (1 << 20):.0f} MiB (built in {built:.1f} s); patchelf: {pv}; median of {a.repeat} runs; "
+              + ("each run right after a sync (--cold)" if COLD else "each run after a sync and one untimed read of the copy"))
         print(f"process start-up floor (/bin/true from this harness, median of 50): {floor * 1000:.2f} ms")
         print()
         print("| operation | patchelf wall | patchelf peak RSS | elfpatch wall | elfpatch peak RSS | speed-up | RSS ratio |")
