@@ -22,55 +22,16 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-STUBSTRIP=${STUBSTRIP:-$ROOT/target/release/stubstrip}
-ELFPATCH=${ELFPATCH:-$ROOT/target/release/elfpatch}
-if [[ -n ${OUT-} && -d ${OUT-} ]]; then
-  exec > >(tee "$OUT/gpu-run.log") 2>&1
-fi
-
-pass=0 failed=0
-check() { # DESCRIPTION COMMAND...
-  local desc=$1
-  shift
-  if "$@"; then
-    pass=$((pass + 1))
-    echo "PASS: $desc"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $desc"
-  fi
-}
-die() {
-  echo "gpu/run.sh: $*"
-  echo "$pass passed, $((failed + 1)) failed"
-  exit 1
-}
-section() { printf '\n==== %s\n' "$*"; }
+NAME=run
+# shellcheck source=tests/gpu/lib.sh
+. "$HERE/lib.sh"
 
 ######################################################################
 # What this machine has.
 
-origLdPath=${LD_LIBRARY_PATH-}
-unset LD_LIBRARY_PATH
-[[ -x $STUBSTRIP ]] || die "no stubstrip binary at $STUBSTRIP (set STUBSTRIP)"
-[[ -x $ELFPATCH ]] || die "no elfpatch binary at $ELFPATCH (set ELFPATCH)"
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 [[ -x $nvcc ]] || die "no nvcc"
-cudaRoot=$(cd "$(dirname "$nvcc")/.." && pwd)
-stub=
-for d in "$cudaRoot/lib64/stubs" "$cudaRoot/targets/x86_64-linux/lib/stubs" "$cudaRoot/lib/stubs"; do
-  if [[ -f $d/libcuda.so ]]; then stub=$d/libcuda.so && break; fi
-done
-[[ -n $stub ]] || die "no NVIDIA stub libcuda.so under $cudaRoot"
-driverDir=
-IFS=: read -r -a ldDirs <<<"$origLdPath"
-for d in "${ldDirs[@]}" /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
-  [[ -n $d && $d != *stubs* && -e $d/libcuda.so.1 ]] || continue
-  driverDir=$d
-  break
-done
-[[ -n $driverDir ]] || die "no directory with the driver's libcuda.so.1"
+find_cuda
 
 section "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi unavailable)"
@@ -87,13 +48,9 @@ trap 'rm -rf "$W"' EXIT
 stubPkg=$W/nix/store/0k7c9m2xvq1dbz4h8s5pyj3wnf6rl0ga-cuda_cudart-13.0-stubs
 stubDir=$stubPkg/lib
 driverLink=$W/run/opengl-driver/lib
-mkdir -p "$stubDir" "$driverLink" "$W/build" "$W/cli/bin" "$W/cli/lib" "$W/tools"
-cp "$stub" "$stubDir/libcuda.so"
-ln -s libcuda.so "$stubDir/libcuda.so.1" # what nixpkgs' cuda_cudart adds, and what makes the stub load
-# As on NixOS, the driver link holds (links to) the driver's libraries.
-for f in "$driverDir"/libcuda.so* "$driverDir"/libnvidia*.so*; do
-  [[ -e $f ]] && ln -s "$f" "$driverLink/"
-done
+mkdir -p "$W/build" "$W/cli/bin" "$W/cli/lib" "$W/tools"
+make_stub_dir "$stubDir"
+make_driver_link "$driverLink"
 # The autoPatchelf emulation calls patchelf; elfpatch takes the same command line.
 command -v patchelf >/dev/null || ln -s "$ELFPATCH" "$W/tools/patchelf"
 export PATH=$W/tools:$PATH

@@ -26,32 +26,10 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-STUBSTRIP=${STUBSTRIP:-$ROOT/target/release/stubstrip}
-ELFPATCH=${ELFPATCH:-$ROOT/target/release/elfpatch}
+NAME=torch
+# shellcheck source=tests/gpu/lib.sh
+. "$HERE/lib.sh"
 PY=${TORCH_PYTHON:-python3}
-if [[ -n ${OUT-} && -d ${OUT-} ]]; then
-  exec > >(tee "$OUT/gpu-torch.log") 2>&1
-fi
-
-pass=0 failed=0
-check() { # DESCRIPTION COMMAND...
-  local desc=$1
-  shift
-  if "$@"; then
-    pass=$((pass + 1))
-    echo "PASS: $desc"
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $desc"
-  fi
-}
-die() {
-  echo "gpu/torch.sh: $*"
-  echo "$pass passed, $((failed + 1)) failed"
-  exit 1
-}
-section() { printf '\n==== %s\n' "$*"; }
 # RUNPATH, or RPATH where the file has only that (the pip wheels' libraries have DT_RPATH).
 runpath() { "$ELFPATCH" --print-rpath "$1"; }
 tagOf() { readelf -d "$1" | grep -o '(R[UN]*PATH)' | tr -d '()' | paste -sd, -; }
@@ -59,29 +37,9 @@ tagOf() { readelf -d "$1" | grep -o '(R[UN]*PATH)' | tr -d '()' | paste -sd, -; 
 ######################################################################
 # What this machine has.
 
-origLdPath=${LD_LIBRARY_PATH-}
-unset LD_LIBRARY_PATH
-[[ -x $STUBSTRIP ]] || die "no stubstrip binary at $STUBSTRIP (set STUBSTRIP)"
-[[ -x $ELFPATCH ]] || die "no elfpatch binary at $ELFPATCH (set ELFPATCH)"
+find_cuda
 site=$("$PY" -c 'import os, importlib.util as u; print(os.path.dirname(os.path.dirname(u.find_spec("torch").origin)))' 2>/dev/null) ||
   die "$PY cannot find torch (set TORCH_PYTHON)"
-stub=${CUDA_STUB-}
-if [[ -z $stub ]]; then
-  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  cudaRoot=$(cd "$(dirname "$nvcc")/.." 2>/dev/null && pwd)
-  for d in "$cudaRoot/lib64/stubs" "$cudaRoot/targets/x86_64-linux/lib/stubs" "$cudaRoot/lib/stubs"; do
-    if [[ -f $d/libcuda.so ]]; then stub=$d/libcuda.so && break; fi
-  done
-fi
-[[ -f $stub ]] || die "no NVIDIA stub libcuda.so (set CUDA_STUB)"
-driverDir=
-IFS=: read -r -a ldDirs <<<"$origLdPath"
-for d in "${ldDirs[@]}" /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do
-  [[ -n $d && $d != *stubs* && -e $d/libcuda.so.1 ]] || continue
-  driverDir=$d
-  break
-done
-[[ -n $driverDir ]] || die "no directory with the driver's libcuda.so.1"
 
 # The libraries a Nix build would leave with the stub directory in RUNPATH, and through which the
 # stub would be found: those that load libcuda.so.1, by NEEDED or by dlopen (libcudart,
@@ -112,12 +70,8 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-torch.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 stubDir=$W/nix/store/0k7c9m2xvq1dbz4h8s5pyj3wnf6rl0ga-cuda_cudart-13.0-stubs/lib
 driverLink=$W/run/opengl-driver/lib
-mkdir -p "$stubDir" "$driverLink"
-cp "$stub" "$stubDir/libcuda.so"
-ln -s libcuda.so "$stubDir/libcuda.so.1"
-for f in "$driverDir"/libcuda.so* "$driverDir"/libnvidia*.so*; do
-  [[ -e $f ]] && ln -s "$f" "$driverLink/"
-done
+make_stub_dir "$stubDir"
+make_driver_link "$driverLink"
 
 section "copy of $site, stub directory in RUNPATH"
 start=$SECONDS
