@@ -6,9 +6,9 @@
 #   SANITIZER=none fuzz/run.sh 60    without AddressSanitizer (faster)
 #   KEEP_GOING=1 fuzz/run.sh 3600    fork mode: record crashes in fuzz/artifacts/ and go on
 #   FUZZ_SEED=1 FUZZ_RUNS=20000 fuzz/run.sh 300
-#                                    reproducible: libFuzzer's seed fixed, at most 20000 inputs per
-#                                    target (a fresh corpus from make_corpus.sh and one seed give the
-#                                    same inputs on every machine; the seconds stay a cap)
+#                                    libFuzzer's seed fixed, at most 20000 inputs per target: with a
+#                                    fresh corpus from make_corpus.sh, nearly the same inputs on every
+#                                    run (the seconds stay a cap)
 #
 # Stable toolchain only: cargo-fuzz needs nightly's -Z flags (-Zsanitizer, and it passes
 # -Cpasses=sancov-module), which RUSTC_BOOTSTRAP=1 unlocks on stable; the stable toolchain ships

@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.." || exit 2
 # CI-sized knobs; longer runs are documented in the README.
 : "${SWEEP_LIMIT:=400}"
 : "${FUZZ_SECONDS:=180}"
-# CI fuzzes reproducibly: one libFuzzer seed, a fixed number of inputs per target (FUZZ_SECONDS is
-# only a cap), so a run passes or fails the same way on every machine. Finding new inputs is the
+# CI fuzzes with one libFuzzer seed and a fixed number of inputs per target (FUZZ_SECONDS is
+# only a cap), so a run does not fail by the luck of the draw. Finding new inputs is the
 # job of random-seed runs (fuzz/README.md); what they find lands in fuzz/regressions/.
 : "${FUZZ_SEED:=1}"
 : "${FUZZ_RUNS:=40000}"
@@ -26,7 +26,7 @@ export CARGO_TERM_COLOR=never
 export STUBSTRIP_REQUIRE_TOOLS=1
 
 install_tools() {
-  local pkgs=(build-essential gcc g++ gcc-12-multilib clang lld binutils elfutils patchelf shellcheck
+  local pkgs=(build-essential gcc g++ gcc-12-multilib clang lld mold binutils elfutils patchelf shellcheck
     time python3 python3-pip qemu-user nix-bin
     gcc-i686-linux-gnu gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-powerpc64-linux-gnu
     gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu gcc-mips-linux-gnu

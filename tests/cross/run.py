@@ -77,14 +77,15 @@ class Arch:
 
 
 ARCHES = [
-    Arch("x86_64", "x86_64-linux-gnu", "qemu-x86_64", "x86_64", ["lld", "gold"]),
-    Arch("i686", "i686-linux-gnu", "qemu-i386", "i686"),
-    Arch("aarch64", "aarch64-linux-gnu", "qemu-aarch64", "aarch64"),
-    Arch("armhf", "arm-linux-gnueabihf", "qemu-arm", "armv7l"),
-    Arch("ppc64", "powerpc64-linux-gnu", "qemu-ppc64", "ppc64"),
-    Arch("ppc64le", "powerpc64le-linux-gnu", "qemu-ppc64le", "ppc64le"),
-    Arch("s390x", "s390x-linux-gnu", "qemu-s390x", "s390x"),
-    Arch("riscv64", "riscv64-linux-gnu", "qemu-riscv64", "riscv64"),
+    Arch("x86_64", "x86_64-linux-gnu", "qemu-x86_64", "x86_64", ["lld", "gold", "mold"]),
+    Arch("i686", "i686-linux-gnu", "qemu-i386", "i686", ["mold"]),
+    Arch("aarch64", "aarch64-linux-gnu", "qemu-aarch64", "aarch64", ["mold"]),
+    Arch("armhf", "arm-linux-gnueabihf", "qemu-arm", "armv7l", ["mold"]),
+    Arch("ppc64", "powerpc64-linux-gnu", "qemu-ppc64", "ppc64", ["mold"]),
+    Arch("ppc64le", "powerpc64le-linux-gnu", "qemu-ppc64le", "ppc64le", ["mold"]),
+    Arch("s390x", "s390x-linux-gnu", "qemu-s390x", "s390x", ["mold"]),
+    Arch("riscv64", "riscv64-linux-gnu", "qemu-riscv64", "riscv64", ["mold"]),
+    # mold 1.10 does not link MIPS ("unknown command line option: -EB").
     Arch("mips", "mips-linux-gnu", "qemu-mips", "mips"),
 ]
 ARCH_BY_NAME = {a.name: a for a in ARCHES}
@@ -99,6 +100,7 @@ ORIG_RUNPATH = "$ORIGIN/" + ORIG_DIR
 TAILSHARE_RUNPATH = ORIG_RUNPATH + ":$ORIGIN/missing-dir/libdep.so"
 
 # variant -> (extra link flags, RUNPATH of the programs)
+MOLD_DIR = "/usr/libexec/mold"
 VARIANTS = {
     "default": ([], ORIG_RUNPATH),
     "separate-code": (["-Wl,-z,separate-code"], ORIG_RUNPATH),
@@ -107,6 +109,8 @@ VARIANTS = {
     "tailshare": ([], TAILSHARE_RUNPATH),
     "lld": (["-fuse-ld=lld"], ORIG_RUNPATH),
     "gold": (["-fuse-ld=gold"], ORIG_RUNPATH),
+    # mold's own way to stand in for ld under any gcc, cross compilers included.
+    "mold": (["-B" + MOLD_DIR], ORIG_RUNPATH),
 }
 COMMON_VARIANTS = ["default", "separate-code", "noseparate-code", "hash-sysv", "tailshare"]
 
@@ -198,6 +202,8 @@ def missing_packages(arches, want_elflint=True):
             need.append("lld")
         if "gold" in a.extra_variants and not shutil.which("ld.gold"):
             need.append("binutils")
+        if "mold" in a.extra_variants and not os.path.exists(os.path.join(MOLD_DIR, "ld")):
+            need.append("mold")
     if not shutil.which("readelf"):
         need.append("binutils")
     if want_elflint and not shutil.which("eu-elflint"):
@@ -239,7 +245,8 @@ def toolchain_key(arch: Arch) -> str:
         with open(os.path.join(SRC, f), "rb") as fh:
             h.update(f.encode() + b"\0" + fh.read())
     for tool in [arch.cc, "ld.lld" if "lld" in arch.extra_variants else None,
-                 "ld.gold" if "gold" in arch.extra_variants else None]:
+                 "ld.gold" if "gold" in arch.extra_variants else None,
+                 "mold" if "mold" in arch.extra_variants else None]:
         if tool:
             rc, out, _ = sh([tool, "--version"])
             h.update(out.splitlines()[0].encode() if out else b"?")
@@ -293,6 +300,11 @@ def build_variant(arch_name: str, variant: str, adir: str):
         rc, out, err = sh(cmd)
         if rc != 0:
             return dict(res, ok=False, error="%s: %s" % (" ".join(cmd), clip(err, 400)))
+    if variant == "mold":  # -B falls back to the default ld silently when mold is not there
+        for built in (lib, os.path.join(d, "main-pie")):
+            rc, out, err = sh(["readelf", "-p", ".comment", built])
+            if "mold" not in out:
+                return dict(res, ok=False, error="%s was not linked by mold: %s" % (built, clip(out + err, 300)))
     shutil.copy2(lib, os.path.join(d, "libdep.so"))
     for base in ("libdep.so", "main-pie", "main-nopie"):
         src = os.path.join(d, base)
