@@ -78,15 +78,18 @@ class Arch:
 
 ARCHES = [
     Arch("x86_64", "x86_64-linux-gnu", "qemu-x86_64", "x86_64", ["lld", "gold", "mold"]),
-    Arch("i686", "i686-linux-gnu", "qemu-i386", "i686", ["mold"]),
-    Arch("aarch64", "aarch64-linux-gnu", "qemu-aarch64", "aarch64", ["mold"]),
-    Arch("armhf", "arm-linux-gnueabihf", "qemu-arm", "armv7l", ["mold"]),
+    Arch("i686", "i686-linux-gnu", "qemu-i386", "i686", ["lld", "mold"]),
+    Arch("aarch64", "aarch64-linux-gnu", "qemu-aarch64", "aarch64", ["lld", "mold"]),
+    Arch("armhf", "arm-linux-gnueabihf", "qemu-arm", "armv7l", ["lld", "mold"]),
+    # LLD 14 cannot link these three: ppc64 big endian is ELFv1 ("ABI version 1 is not
+    # supported"), s390x is not a target before LLD 18, and Debian's riscv64 crt objects need
+    # linker relaxation (R_RISCV_ALIGN).
     Arch("ppc64", "powerpc64-linux-gnu", "qemu-ppc64", "ppc64", ["mold"]),
-    Arch("ppc64le", "powerpc64le-linux-gnu", "qemu-ppc64le", "ppc64le", ["mold"]),
+    Arch("ppc64le", "powerpc64le-linux-gnu", "qemu-ppc64le", "ppc64le", ["lld", "mold"]),
     Arch("s390x", "s390x-linux-gnu", "qemu-s390x", "s390x", ["mold"]),
     Arch("riscv64", "riscv64-linux-gnu", "qemu-riscv64", "riscv64", ["mold"]),
     # mold 1.10 does not link MIPS ("unknown command line option: -EB").
-    Arch("mips", "mips-linux-gnu", "qemu-mips", "mips"),
+    Arch("mips", "mips-linux-gnu", "qemu-mips", "mips", ["lld"]),
 ]
 ARCH_BY_NAME = {a.name: a for a in ARCHES}
 DEBIAN_ARCH = {"x86_64": "amd64", "i686": "i386", "aarch64": "arm64", "armhf": "armhf",
@@ -101,13 +104,15 @@ TAILSHARE_RUNPATH = ORIG_RUNPATH + ":$ORIGIN/missing-dir/libdep.so"
 
 # variant -> (extra link flags, RUNPATH of the programs)
 MOLD_DIR = "/usr/libexec/mold"
+LLD_DIR_MARK = "@LLD_DIR@"
 VARIANTS = {
     "default": ([], ORIG_RUNPATH),
     "separate-code": (["-Wl,-z,separate-code"], ORIG_RUNPATH),
     "noseparate-code": (["-Wl,-z,noseparate-code"], ORIG_RUNPATH),
     "hash-sysv": (["-Wl,--hash-style=sysv"], ORIG_RUNPATH),
     "tailshare": ([], TAILSHARE_RUNPATH),
-    "lld": (["-fuse-ld=lld"], ORIG_RUNPATH),
+    # -B DIR with DIR/ld -> ld.lld (lld_dir()): -fuse-ld=lld finds no ld.lld for cross compilers.
+    "lld": (["-B" + LLD_DIR_MARK], ORIG_RUNPATH),
     "gold": (["-fuse-ld=gold"], ORIG_RUNPATH),
     # mold's own way to stand in for ld under any gcc, cross compilers included.
     "mold": (["-B" + MOLD_DIR], ORIG_RUNPATH),
@@ -277,9 +282,23 @@ def build_common(arch_name: str, adir: str):
     return {"arch": arch_name, "ok": True, "cached": False}
 
 
+def lld_dir(adir):
+    """A directory whose `ld` is ld.lld, for gcc's -B (cross gcc has no -fuse-ld=lld of its own)."""
+    d = os.path.join(os.path.dirname(adir), "lld-bin")
+    os.makedirs(d, exist_ok=True)
+    link = os.path.join(d, "ld")
+    if not os.path.lexists(link):
+        try:
+            os.symlink(shutil.which("ld.lld") or "/usr/bin/ld.lld", link)
+        except FileExistsError:  # another worker made it
+            pass
+    return d
+
+
 def build_variant(arch_name: str, variant: str, adir: str):
     arch = ARCH_BY_NAME[arch_name]
     flags, runpath = VARIANTS[variant]
+    flags = [f.replace(LLD_DIR_MARK, lld_dir(adir)) for f in flags]
     d = os.path.join(adir, variant)
     stamp = os.path.join(d, "ok")
     res = {"arch": arch_name, "variant": variant}
@@ -300,11 +319,13 @@ def build_variant(arch_name: str, variant: str, adir: str):
         rc, out, err = sh(cmd)
         if rc != 0:
             return dict(res, ok=False, error="%s: %s" % (" ".join(cmd), clip(err, 400)))
-    if variant == "mold":  # -B falls back to the default ld silently when mold is not there
+    # -B falls back to the default ld silently when the linker is not there.
+    signature = {"mold": "mold", "lld": "LLD"}.get(variant)
+    if signature:
         for built in (lib, os.path.join(d, "main-pie")):
             rc, out, err = sh(["readelf", "-p", ".comment", built])
-            if "mold" not in out:
-                return dict(res, ok=False, error="%s was not linked by mold: %s" % (built, clip(out + err, 300)))
+            if signature not in out:
+                return dict(res, ok=False, error="%s was not linked by %s: %s" % (built, variant, clip(out + err, 300)))
     shutil.copy2(lib, os.path.join(d, "libdep.so"))
     for base in ("libdep.so", "main-pie", "main-nopie"):
         src = os.path.join(d, base)
