@@ -20,6 +20,10 @@ cd "$(dirname "$0")/.." || exit 2
 : "${FUZZ_SEED:=1}"
 : "${FUZZ_RUNS:=40000}"
 export FUZZ_SEED FUZZ_RUNS
+# The same for the property tests: proptest's seed is fixed here (cargo test run by hand draws a
+# new one each time, and ELFPATCH_PROPTEST_CASES=30000 is the longer run).
+: "${PROPTEST_RNG_SEED:=1}"
+export PROPTEST_RNG_SEED
 export CARGO_TERM_COLOR=never
 # Tests skip what this machine cannot do (no clang, no cross toolchain) when run by hand; here,
 # where install_tools provides everything, a check that cannot run fails instead.
