@@ -621,7 +621,7 @@ def measured(cmd, tree, env=None):
 
     Why the read (--cold leaves it out): on that VM a sub-second run's time depends on how long
     the machine sat idle before it, not on the work: the same no-op `stubstrip fix` takes 0.06 s
-    back to back, 0.17 s after 2 s idle and 0.4-1.0 s after 20 s idle (the sync of 10 GiB of
+    back to back, 0.17 s after 2 s idle and 0.4-1.1 s after 20 s idle (the sync of 10 GiB of
     copies is such a wait). In a Nix build the stub hook runs in fixupPhase right after hooks
     that read the whole output, so the warm tree is the realistic case; both (a) and (b) get
     the same read, and it is not timed."""

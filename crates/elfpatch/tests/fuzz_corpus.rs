@@ -37,11 +37,27 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_default()
 }
 
-fn strict(name: &str) {
+/// The bytes of `fuzz/regressions/plan_apply/NAME` (an ELF file followed by an edit script).
+fn regression_input(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fuzz/regressions/plan_apply")
         .join(name);
-    let data = fs::read(&path).unwrap();
+    fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The message with which planning `edits` on the ELF part of regression input `name` fails.
+fn refusal(name: &str, edits: &[Edit]) -> String {
+    let data = regression_input(name);
+    let (elf_bytes, _) = check::split(&data);
+    let e = Elf::parse(elf_bytes).unwrap();
+    let t = Tables::read(elf_bytes, &e).unwrap();
+    elfpatch::plan(&e, &t, edits, &Options::default())
+        .unwrap_err()
+        .to_string()
+}
+
+fn strict(name: &str) {
+    let data = regression_input(name);
     match catch_unwind(|| check::plan_apply_checked_with(&data, check::Known::NONE)) {
         Ok(Ok(_)) => {}
         Ok(Err(f)) => panic!("{name}: {}", f.0),
@@ -153,6 +169,15 @@ fn grow() -> Vec<Edit> {
     vec![Edit::SetRunpath(
         b"/opt/a-rather-long-directory-name".repeat(10),
     )]
+}
+
+/// `b` after the growing edit [`grow`].
+fn grown(b: &[u8]) -> Vec<u8> {
+    let plan = plan_on(b, &grow()).unwrap();
+    let mut out = b.to_vec();
+    plan.apply_to_vec(&mut out, Elf::parse(b).unwrap().format)
+        .unwrap();
+    out
 }
 
 fn plan_on(b: &[u8], edits: &[Edit]) -> elfpatch::Result<elfpatch::Plan> {
@@ -517,15 +542,11 @@ fn inactive_or_absent_section_headers_do_not_count() {
 #[test]
 fn an_interpreter_path_over_the_elf_header_is_refused() {
     strict("interp-over-elf-header");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions/plan_apply/interp-over-elf-header");
-    let data = fs::read(path).unwrap();
-    let (elf_bytes, _) = check::split(&data);
-    let e = Elf::parse(elf_bytes).unwrap();
-    let t = Tables::read(elf_bytes, &e).unwrap();
-    let long = Edit::SetInterpreter(vec![b'i'; 300]);
-    let err = elfpatch::plan(&e, &t, &[long], &Options::default()).unwrap_err();
-    assert!(err.to_string().contains("overlaps the ELF header"), "{err}");
+    let err = refusal(
+        "interp-over-elf-header",
+        &[Edit::SetInterpreter(vec![b'i'; 300])],
+    );
+    assert!(err.contains("overlaps the ELF header"), "{err}");
 }
 
 /// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`):
@@ -536,15 +557,11 @@ fn an_interpreter_path_over_the_elf_header_is_refused() {
 #[test]
 fn a_garbage_symbol_entry_size_is_refused() {
     strict("symbol-entry-size-garbage");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions/plan_apply/symbol-entry-size-garbage");
-    let data = fs::read(path).unwrap();
-    let (elf_bytes, _) = check::split(&data);
-    let e = Elf::parse(elf_bytes).unwrap();
-    let t = Tables::read(elf_bytes, &e).unwrap();
-    let grow = Edit::SetRunpath(vec![b'r'; 400]);
-    let err = elfpatch::plan(&e, &t, &[grow], &Options::default()).unwrap_err();
-    assert!(err.to_string().contains("DT_SYMENT"), "{err}");
+    let err = refusal(
+        "symbol-entry-size-garbage",
+        &[Edit::SetRunpath(vec![b'r'; 400])],
+    );
+    assert!(err.contains("DT_SYMENT"), "{err}");
 }
 
 /// FOUND BY FUZZING in CI's 60-second run, fixed in the commit that added this test
@@ -566,15 +583,8 @@ fn an_unmovable_section_inside_the_moved_block_keeps_it_in_place() {
 #[test]
 fn two_program_header_segments_are_refused() {
     strict("two-phdr-segments");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions/plan_apply/two-phdr-segments");
-    let data = fs::read(path).unwrap();
-    let (elf_bytes, _) = check::split(&data);
-    let e = Elf::parse(elf_bytes).unwrap();
-    let t = Tables::read(elf_bytes, &e).unwrap();
-    let grow = Edit::SetRunpath(vec![b'r'; 900]);
-    let err = elfpatch::plan(&e, &t, &[grow], &Options::default()).unwrap_err();
-    assert!(err.to_string().contains("more than one PT_PHDR"), "{err}");
+    let err = refusal("two-phdr-segments", &[Edit::SetRunpath(vec![b'r'; 900])]);
+    assert!(err.contains("more than one PT_PHDR"), "{err}");
 }
 
 /// FOUND BY FUZZING (CI-length run from fresh seeds), fixed in the commit that added this test
@@ -590,10 +600,7 @@ fn an_empty_section_in_the_moved_block_moves_with_it() {
     let mut b = synth();
     let size_field = shdr_field(&b, b".note.gnu.build-id", 32);
     put_u64(&mut b, size_field, 0);
-    let plan = plan_on(&b, &grow()).unwrap();
-    let mut out = b.clone();
-    plan.apply_to_vec(&mut out, Elf::parse(&b).unwrap().format)
-        .unwrap();
+    let out = grown(&b);
     let addr = |bytes: &[u8], name: &[u8]| {
         let e = Elf::parse(bytes).unwrap();
         let sh = e.section_by_name(name).unwrap().shdr;
@@ -632,9 +639,7 @@ fn the_string_table_section_is_the_one_dynamic_links_to() {
     b[type_field as usize..type_field as usize + 4].copy_from_slice(&3u32.to_le_bytes());
     let addr_field = shdr_field(&b, b".gnu.hash", 16);
     put_u64(&mut b, addr_field, dynstr_addr);
-    let plan = plan_on(&b, &grow()).unwrap();
-    let mut out = b.clone();
-    plan.apply_to_vec(&mut out, e.format).unwrap();
+    let out = grown(&b);
     let e = Elf::parse(&out).unwrap();
     let sh = e.section_by_name(b".dynstr").unwrap().shdr;
     let st = e.strtab.as_ref().unwrap();
