@@ -11,7 +11,7 @@ use crate::error::{Error, Location, Result};
 use crate::plan::{plan, Edit, Options, Plan};
 use crate::read::Elf;
 use crate::refs::Tables;
-use crate::source::{FileSource, Prefetched};
+use crate::source::FileSource;
 
 /// Identity and state of a file when it was opened; compared again before writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,12 +99,7 @@ impl ElfFile {
                 what: "replaced while being opened".into(),
             });
         }
-        let source = FileSource {
-            file: &file,
-            len: stamp.len,
-        };
-        let prefetched = Prefetched::for_elf(&source).map_err(|e| Error::io(path, "read", e))?;
-        let elf = Elf::read(&prefetched).map_err(|e| e.with_path(path))?;
+        let elf = Elf::read_file(&file, stamp.len).map_err(|e| e.with_path(path))?;
         Ok(ElfFile {
             path: path.to_path_buf(),
             file,

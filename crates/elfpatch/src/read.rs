@@ -7,9 +7,9 @@
 
 use object::elf;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::format::{Class, Dyn, Endian, Format, Header, Phdr, Shdr};
-use crate::source::{check_range, read_range, Source};
+use crate::source::{check_range, read_range, FileSource, Prefetched, Source};
 
 /// A section header with its index and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,6 +186,18 @@ impl Elf {
         elf.interp = read_interp(src, &elf)?;
         elf.check_string_entries()?;
         Ok(elf)
+    }
+
+    /// Parses the headers of an open file of `len` bytes through [`Prefetched::for_elf`]: its
+    /// start and its end are read once, and most files need no further read.
+    pub fn read_file(file: &std::fs::File, len: u64) -> Result<Elf> {
+        let source = FileSource { file, len };
+        let prefetched = Prefetched::for_elf(&source).map_err(|source| Error::Io {
+            path: Location::default(),
+            op: "read",
+            source,
+        })?;
+        Elf::read(&prefetched)
     }
 
     /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that holds it in the file.

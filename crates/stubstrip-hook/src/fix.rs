@@ -4,7 +4,6 @@ use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
-use elfpatch::source::{FileSource, Prefetched};
 use elfpatch::{edit_in_place, Edit, Elf, Options};
 use serde::Serialize;
 
@@ -79,8 +78,7 @@ fn open_elf(path: &Path) -> Result<Option<Elf>, String> {
         return Ok(None);
     }
     let len = f.metadata().map_err(io_err)?.len();
-    let file = FileSource { file: &f, len };
-    Elf::read(&Prefetched::for_elf(&file).map_err(io_err)?)
+    Elf::read_file(&f, len)
         .map(Some)
         .map_err(|e| e.with_path(path).to_string())
 }

@@ -10,7 +10,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use elfpatch::source::{FileSource, Prefetched};
 use elfpatch::Elf;
 
 use crate::target::RawHeader;
@@ -243,9 +242,7 @@ impl FsView for HostFs {
         let host = self.host_path(path).map_err(|e| e.to_string())?;
         let f = File::open(&host).map_err(|e| e.to_string())?;
         let len = f.metadata().map_err(|e| e.to_string())?.len();
-        let file = FileSource { file: &f, len };
-        let source = Prefetched::for_elf(&file).map_err(|e| e.to_string())?;
-        let elf = Elf::read(&source).map_err(|e| e.to_string())?;
+        let elf = Elf::read_file(&f, len).map_err(|e| e.to_string())?;
         Ok(ElfInfo::of(&elf))
     }
 
