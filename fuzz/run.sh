@@ -16,7 +16,7 @@
 # checks). Installs cargo-fuzz (into ~/.cargo/bin) when missing and generates the seed corpus
 # (make_corpus.sh) when fuzz/corpus is absent. Exit status: 0 when no target found anything,
 # 1 when one crashed (the input is in fuzz/artifacts/TARGET/; replay it with
-# `cargo run --example replay -- FILE` and add it to fuzz/regressions/ once fixed), 2 on setup errors.
+# `cargo run --example replay -- FILE` and add it to crates/elfpatch-check/regressions/ once fixed), 2 on setup errors.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here" || exit 2
@@ -49,7 +49,8 @@ summary=()
 for t in "${targets[@]}"; do
   log=$(mktemp)
   dirs=("corpus/$t")
-  [[ -d regressions/$t ]] && dirs+=("regressions/$t")
+  reg=../crates/elfpatch-check/regressions/$t
+  [[ -d $reg ]] && dirs+=("$reg")
   mkdir -p "artifacts/$t"
   echo "run.sh: fuzzing $t for ${seconds}s" >&2
   extra=()

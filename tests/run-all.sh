@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.." || exit 2
 : "${FUZZ_SECONDS:=180}"
 # CI fuzzes with one libFuzzer seed and a fixed number of inputs per target (FUZZ_SECONDS is
 # only a cap), so a run does not fail by the luck of the draw. Finding new inputs is the
-# job of random-seed runs (fuzz/README.md); what they find lands in fuzz/regressions/.
+# job of random-seed runs (fuzz/README.md); what they find lands in crates/elfpatch-check/regressions/.
 : "${FUZZ_SEED:=1}"
 : "${FUZZ_RUNS:=40000}"
 export FUZZ_SEED FUZZ_RUNS

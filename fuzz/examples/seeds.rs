@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --example seeds -- OUT_DIR [ELF_FILE...]` writes `OUT_DIR/parse/` (the
 //! files themselves) and `OUT_DIR/plan_apply/` (each file joined with a few edit scripts, see
-//! `check.rs`), for every ELF file named, a copy of it without section headers, and `elfsynth`
+//! `elfpatch-check`), for every ELF file named, a copy of it without section headers, and `elfsynth`
 //! files of every machine, both classes and both byte orders.
 
 use std::fs;

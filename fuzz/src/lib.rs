@@ -1,5 +1,5 @@
 //! Shared code of the fuzz targets: the input format of `plan_apply` (an ELF file followed by an
-//! encoded edit script) and the properties both targets check. `crates/elfpatch/tests/fuzz_corpus.rs`
-//! includes `check.rs` by path to replay `fuzz/regressions/` under `cargo test`.
+//! encoded edit script) and the properties both targets check live in `crates/elfpatch-check`,
+//! which the main workspace's tests use too; this crate re-exports it as `check`.
 
-pub mod check;
+pub use elfpatch_check as check;

@@ -31,11 +31,8 @@ use elfpatch::{
 };
 use elfsynth::{oracle, Class, Endian, FileType, Machine, Spec};
 
-// The loader-visible dynamic information (`check::Info`) is shared with the fuzz targets.
-#[allow(dead_code)]
-#[path = "../../../fuzz/src/check.rs"]
-mod check;
-use check::Info;
+// The loader-visible dynamic information is shared with the fuzz targets.
+use elfpatch_check::Info;
 
 /// `validate::check` issues about segments only (section headers are brought along by cleanup
 /// writes after the commit, so mid-edit they may lag behind).

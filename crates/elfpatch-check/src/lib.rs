@@ -1,6 +1,8 @@
-//! The properties the fuzz targets check, shared with the regression runner
-//! (`crates/elfpatch/tests/fuzz_corpus.rs` includes this file by path, so it may depend only on
-//! `elfpatch` and `elfsynth`).
+//! The properties every elfpatch edit must keep: what the fuzz targets (`fuzz/`) check, what
+//! `tests/fuzz_corpus.rs` replays on the inputs fuzzing found (`regressions/`), and the loader's
+//! view of a file (`Info`) that elfpatch's fault-injection tests compare. A crate of its own so
+//! that the fuzz workspace and the main one share it without reaching across the tree. It depends
+//! only on `elfpatch` and on `elfsynth`, whose oracle reads files independently of elfpatch.
 //!
 //! # Input format of `plan_apply`
 //!
@@ -485,8 +487,8 @@ pub fn new_issues(before: &[String], after: &[String]) -> Vec<String> {
 pub struct Failure(pub String);
 
 /// Findings of the fuzz targets, each of which can be tolerated so that the fuzzer keeps looking
-/// for new ones while it is open. Each has a regression input in `fuzz/regressions/` and a test in
-/// `crates/elfpatch/tests/fuzz_corpus.rs` (`#[ignore]`d while open); [`Known::NONE`] checks
+/// for new ones while it is open. Each has a regression input in `regressions/` and a test in
+/// `tests/fuzz_corpus.rs` (`#[ignore]`d while open); [`Known::NONE`] checks
 /// strictly, [`Known::TOLERATED`] tolerates the open ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Known {

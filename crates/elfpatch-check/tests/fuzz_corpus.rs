@@ -1,13 +1,11 @@
-//! Replays `fuzz/regressions/` (inputs the fuzz targets found, and a few interesting seeds)
-//! through the fuzz targets' own property checks (`fuzz/src/check.rs`, included by path), so that
+//! Replays `regressions/` (inputs the fuzz targets found, and a few interesting seeds)
+//! through the fuzz targets' own property checks (this crate), so that
 //! `cargo test` keeps them fixed; also on disk, where a refused edit must leave the file
 //! byte-identical. Each finding has a test below (with a minimal reproducer built from elfsynth
 //! where one is short) that replays its input strictly (`check::Known::NONE`); the ones still open
 //! are `#[ignore]`d and tolerated by the replay (`check::Known::TOLERATED`) until fixed.
 
-#[allow(dead_code)]
-#[path = "../../../fuzz/src/check.rs"]
-mod check;
+use elfpatch_check as check;
 
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -18,7 +16,7 @@ use elfsynth::{oracle, Spec};
 
 fn regressions(target: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions")
+        .join("regressions")
         .join(target);
     let mut v: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -37,10 +35,10 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_default()
 }
 
-/// The bytes of `fuzz/regressions/plan_apply/NAME` (an ELF file followed by an edit script).
+/// The bytes of `regressions/plan_apply/NAME` (an ELF file followed by an edit script).
 fn regression_input(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/regressions/plan_apply")
+        .join("regressions/plan_apply")
         .join(name);
     fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -190,7 +188,7 @@ fn plan_on(b: &[u8], edits: &[Edit]) -> elfpatch::Result<elfpatch::Plan> {
 /// overflows (debug: panic), and in release returns 0, after which `choose_layout` computes
 /// `offset % align`: "attempt to calculate the remainder with a divisor of zero". So the release
 /// CLI panics too on `elfpatch --set-rpath <long> FILE` for such a file. Fuzz input:
-/// fuzz/regressions/plan_apply/load-align-overflow.
+/// regressions/plan_apply/load-align-overflow.
 #[test]
 fn huge_p_align_is_refused_not_a_panic() {
     let mut b = synth();
@@ -210,7 +208,7 @@ fn huge_p_align_is_refused_not_a_panic() {
 /// with file bytes, unchecked; a section whose file range wraps (`.comment` at offset
 /// 0xffff_ffff_ffff_fff0 here) panics with overflow checks (debug builds, `cargo test`) when a
 /// growing edit needs a new `PT_LOAD`, and wraps silently in release. Fuzz input:
-/// fuzz/regressions/plan_apply/plan-section-offset-overflow.
+/// regressions/plan_apply/plan-section-offset-overflow.
 #[test]
 fn wrapping_section_range_is_not_a_panic() {
     let mut b = synth();
@@ -227,7 +225,7 @@ fn wrapping_section_range_is_not_a_panic() {
 
 /// FOUND BY FUZZING, fixed in 3226a7d (validate.rs, overlap scan of allocated sections): `sh_addr + sh_size` unchecked; an
 /// allocated section whose address range wraps makes `validate::check` panic with overflow checks
-/// on. Fuzz input: fuzz/regressions/parse/validate-section-end-overflow.
+/// on. Fuzz input: regressions/parse/validate-section-end-overflow.
 #[test]
 fn validate_survives_a_wrapping_section_address() {
     let mut b = synth();
@@ -246,7 +244,7 @@ fn validate_survives_a_wrapping_section_address() {
 /// its section header without checking it against the file; `apply_to_vec` then slices out of
 /// bounds and panics. On disk the applier's read fails and it rolls back (checked below), but the
 /// plan should have been refused (or the fixup skipped). Fuzz input:
-/// fuzz/regressions/plan_apply/symbol-fixup-out-of-file.
+/// regressions/plan_apply/symbol-fixup-out-of-file.
 #[test]
 fn symbol_table_outside_the_file_is_refused() {
     let mut b = synth();
@@ -287,7 +285,7 @@ fn symbol_table_outside_the_file_leaves_the_file_unchanged_on_disk() {
 /// edit replaces (linker tail merging), those bytes are reused or zeroed, and the loader then asks
 /// libm for a version with another name (pitfall 9). Here `DT_VERNEEDNUM` says 1 of 2 records and
 /// libm's version name "GLIBC_2.29" is the tail of the SONAME; shrinking the SONAME clobbers it.
-/// Fuzz input: fuzz/regressions/plan_apply/verneednum-missing (`DT_VERNEEDNUM` absent).
+/// Fuzz input: regressions/plan_apply/verneednum-missing (`DT_VERNEEDNUM` absent).
 #[test]
 fn version_names_past_verneednum_are_not_overwritten() {
     let spec = Spec {
@@ -376,7 +374,7 @@ fn loader_version_needs(b: &[u8]) -> Vec<(String, Vec<String>)> {
 
 /// FOUND BY FUZZING, fixed in 3226a7d (refs.rs, symbol count): `.dynsym`'s count comes from its section header when there is
 /// one, while the hash table (which the loader uses) covers more symbols; names of the symbols past
-/// the section's count are not protected. Fuzz input: fuzz/regressions/plan_apply/dynsym-count-disagrees.
+/// the section's count are not protected. Fuzz input: regressions/plan_apply/dynsym-count-disagrees.
 #[test]
 fn dynsym_count_from_the_section_and_the_hash_table_agree() {
     strict("dynsym-count-disagrees");
@@ -385,7 +383,7 @@ fn dynsym_count_from_the_section_and_the_hash_table_agree() {
 /// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `find_room`/`occupants`): with section headers present only sections count
 /// as occupants after the program header table; `DT_HASH` here lies in bytes no section describes,
 /// is taken for slack and overwritten by the grown program header table (the oracle then reads
-/// nchain 0). Fuzz input: fuzz/regressions/plan_apply/room-ignores-dynamic-tables.
+/// nchain 0). Fuzz input: regressions/plan_apply/room-ignores-dynamic-tables.
 #[test]
 fn grown_phdr_table_does_not_overwrite_dynamic_tables() {
     strict("room-ignores-dynamic-tables");
@@ -394,7 +392,7 @@ fn grown_phdr_table_does_not_overwrite_dynamic_tables() {
 /// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `max_load_align` with `Options::page_size`): a page size above every
 /// existing `p_align` (here 32 KiB on a 4 KiB file) becomes the new `PT_LOAD`'s `p_align`, and the
 /// existing segments are then not congruent modulo the file's largest `p_align`, which the oracle
-/// (pitfall 2, glibc < 2.35) rejects. Fuzz input: fuzz/regressions/plan_apply/page-size-above-existing-align.
+/// (pitfall 2, glibc < 2.35) rejects. Fuzz input: regressions/plan_apply/page-size-above-existing-align.
 #[test]
 fn page_size_above_existing_alignment_keeps_congruence() {
     let b = synth();
@@ -422,7 +420,7 @@ fn page_size_above_existing_alignment_keeps_congruence() {
 /// `p_align` 2^63 (or an image near the top of the address space) overflows: a panic with overflow
 /// checks, and in release a wrapped, low base, so the new `PT_LOAD` lands below the others ("PT_LOAD
 /// at 0x19e0 follows one at 0x3b18: not sorted by address"). Fuzz input:
-/// fuzz/regressions/plan_apply/new-segment-base-overflow.
+/// regressions/plan_apply/new-segment-base-overflow.
 #[test]
 fn new_segment_base_does_not_wrap() {
     let mut b = synth();
@@ -442,7 +440,7 @@ fn new_segment_base_does_not_wrap() {
 /// parser accepts (its end still fits in 64 bits) is moved up by a growing edit; afterwards its
 /// `p_vaddr + p_memsz` wraps and elfpatch refuses to read its own output ("segment 1 wraps the
 /// address space"). The planner should refuse such input or check what it writes. Fuzz input:
-/// fuzz/regressions/plan_apply/relocated-segment-wraps.
+/// regressions/plan_apply/relocated-segment-wraps.
 #[test]
 fn output_of_a_growing_edit_is_readable() {
     strict("relocated-segment-wraps");
@@ -453,8 +451,8 @@ fn output_of_a_growing_edit_is_readable() {
 /// `SHT_STRTAB`. When that fails (the section name table's `sh_type` is garbage in the first
 /// input, `.dynstr`'s in the second; both are gcc PIEs otherwise clean for the oracle), a growing
 /// edit moves the interpreter or the string table and leaves that section header pointing at the
-/// old, zeroed bytes. Fuzz inputs: fuzz/regressions/plan_apply/interp-section-by-name,
-/// fuzz/regressions/plan_apply/dynstr-section-unrecognized.
+/// old, zeroed bytes. Fuzz inputs: regressions/plan_apply/interp-section-by-name,
+/// regressions/plan_apply/dynstr-section-unrecognized.
 #[test]
 
 fn moved_tables_sections_follow_them() {
@@ -472,7 +470,7 @@ fn moved_tables_sections_follow_them() {
 /// non-`PT_LOAD` segment's `p_align` as is; a garbage `p_align` of 0x3ff on `PT_INTERP` (i386 gcc
 /// program) makes the block congruent modulo 0x3ff, and the moved `.note.gnu.build-id` lands at
 /// 0x493e, not 4-aligned. Non-power-of-two alignments should be ignored or refused. Fuzz input:
-/// fuzz/regressions/plan_apply/block-align-not-power-of-two.
+/// regressions/plan_apply/block-align-not-power-of-two.
 #[test]
 
 fn moved_block_keeps_section_alignment() {
