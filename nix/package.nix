@@ -42,6 +42,12 @@ rustPlatform.buildRustPackage {
     (lib.getBin stdenv.cc.libc)
   ];
 
+  passthru = {
+    # The setup hook ships with the tool (cudaPackages.removeStubsFromRunpathHook is built from
+    # it, ./upstream); outside the source, so that editing it does not rebuild the package.
+    setupHookScript = ../hooks/stubstrip-hook.sh;
+  };
+
   meta = {
     description = "Replace CUDA stub directories in ELF RUNPATHs with the driver link";
     homepage = workspace.repository;

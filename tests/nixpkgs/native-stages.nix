@@ -7,11 +7,19 @@
 #   cc wrapper is then made again, as stage 0 makes it, over that bintools wrapper.
 # - The default hardening flags lose strictflexarrays1/3: the host's gcc 12 does not know
 #   -fstrict-flex-arrays (gcc 13).
+# - The cc wrapper says what the host's compiler is (isGNU, and its major version as `version`,
+#   from $STUBSTRIP_HOST_GCC_VERSION, `gcc -dumpversion`): cudaPackages.backendStdenv picks a
+#   compiler nvcc supports by them, and would otherwise build another gcc from source.
 # - `sh` is bash, as it is in nixpkgs' stdenv (Debian's is dash; stdenv's audit-tmpdir and
 #   make-symlinks-relative hooks run bash code through `sh -c`).
 nixpkgs: stageArgs:
 let
   inherit (stageArgs) lib localSystem;
+  gccVersion =
+    let
+      v = builtins.getEnv "STUBSTRIP_HOST_GCC_VERSION";
+    in
+    if v == "" then "12" else v;
   stages = import (nixpkgs + "/pkgs/stdenv/native") (removeAttrs stageArgs [ "crossOverlays" ]);
   stage0 = builtins.head stages;
   multiarch =
@@ -61,16 +69,19 @@ let
     in
     stage
     // {
-      cc = import (nixpkgs + "/pkgs/build-support/cc-wrapper") {
-        name = "cc-native";
-        nativeTools = true;
-        nativeLibc = true;
-        nativePrefix = "/usr";
-        expand-response-params = "";
-        runtimeShell = "/bin/bash";
-        inherit lib bintools;
-        inherit (stage) stdenvNoCC;
-      };
+      cc =
+        (import (nixpkgs + "/pkgs/build-support/cc-wrapper") {
+          name = "cc-native";
+          nativeTools = true;
+          nativeLibc = true;
+          nativePrefix = "/usr";
+          expand-response-params = "";
+          runtimeShell = "/bin/bash";
+          isGNU = true;
+          inherit lib bintools;
+          inherit (stage) stdenvNoCC;
+        }).overrideAttrs
+          { version = gccVersion; };
     };
   hostSh = derivation {
     name = "stubstrip-nixpkgs-host-sh";

@@ -64,11 +64,14 @@ libpath=$prefix/usr/lib/$arch-linux-gnu:$prefix/lib/$arch-linux-gnu
     log "no loader under $prefix"
     exit 1
 }
-mkdir -p "$prefix/root" "$prefix/state"
+mkdir -p "$prefix/root" "$prefix/conf"
+# Single-user, as root, no build users (this machine has no nixbld group).
+echo 'build-users-group =' >"$prefix/conf/nix.conf"
 # The wrapper: the unpacked loader runs trixie's nix with trixie's libraries; --store gives it a
 # store of its own (evaluation writes .drv files there, never into the shared /nix/store).
 cat >"$prefix/nix" <<EOF
 #!/usr/bin/env bash
+export NIX_CONF_DIR=$prefix/conf
 exec "$loader" --library-path "$libpath" "$prefix/usr/bin/nix" \\
     --extra-experimental-features 'nix-command flakes' --store "local?root=$prefix/root" \\
     --option substituters '' --option sandbox false "\$@"
