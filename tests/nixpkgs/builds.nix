@@ -149,7 +149,7 @@ let
         preFixup = lib.optionalString (cudaIn == "nativeBuildInputs") ''
           addAutoPatchelfSearchPath ${stubsDir}
         '';
-        passthru = { inherit kind stubsDir; };
+        passthru = { inherit kind stubsDir tag; };
       };
       # The program the checks run, what it prints from the stub (check fallback) and from the
       # fake driver.
@@ -307,7 +307,63 @@ in
     cuda_nvml_dev = nvmlStubs;
     inherit (cudaPackages) removeStubsFromRunpathHook;
   };
-  consumers = lib.listToAttrs (map (drv: lib.nameValuePair drv.name drv) consumerList);
+  consumers = lib.listToAttrs (map (drv: lib.nameValuePair drv.tag drv) consumerList);
+  # bench/nixpkgs_hook_bench.py: a consumer of cuda_cudart with `files` ELF files (copies of one
+  # library linked against the stub) in 40 directories. Every postFixupHooks entry is timed: a
+  # fixupOutputHooks entry (they run after preFixup's hooks, when every hook has registered)
+  # wraps each in a function that logs "stubstrip-bench: SECONDS s: ENTRY". `salt` forces a new
+  # build.
+  bench =
+    {
+      files ? 2000,
+      salt ? "",
+    }:
+    pkgs.stdenv.mkDerivation {
+      name = "stubstrip-nixpkgs-bench-${toString files}";
+      inherit salt;
+      dontUnpack = true;
+      strictDeps = true;
+      nativeBuildInputs = [
+        pkgs.autoPatchelfHook
+        pkgs.autoAddDriverRunpath
+      ];
+      buildInputs = [ cuda_cudart ];
+      buildPhase = ''
+        runHook preBuild
+        $CC -O2 -shared -fPIC -o libprobe.so ${../../nix/tests/cuda-probe.c} -L${cuda_cudart}/lib/stubs -lcuda
+        runHook postBuild
+      '';
+      installPhase = ''
+        runHook preInstall
+        for ((i = 0; i < ${toString files}; i++)); do
+          dir=$out/lib/d$((i % 40))
+          mkdir -p "$dir"
+          cp libprobe.so "$dir/libprobe$i.so"
+        done
+        runHook postInstall
+      '';
+      preFixup = ''
+        addAutoPatchelfSearchPath ${cuda_cudart}/lib/stubs
+        stubstripBenchWrap() {
+          [[ -z ''${stubstripBenchEntries+x} ]] || return 0
+          stubstripBenchEntries=("''${postFixupHooks[@]}")
+          postFixupHooks=()
+          local i
+          for i in "''${!stubstripBenchEntries[@]}"; do
+            postFixupHooks+=("stubstripBenchRun $i")
+          done
+        }
+        stubstripBenchRun() {
+          local entry=''${stubstripBenchEntries[$1]} t0=$EPOCHREALTIME rc=0
+          eval "$entry" || rc=$?
+          local t1=$EPOCHREALTIME
+          echo "stubstrip-bench: $(awk "BEGIN { printf \"%.3f\", $t1 - $t0 }") s: $entry"
+          return $rc
+        }
+        fixupOutputHooks+=(stubstripBenchWrap)
+      '';
+    };
+
   # Without nix/upstream: nixpkgs' hook alone replaces the stub entry, and the installCheck has
   # nothing to load libcuda.so.1 from.
   negative = consumer {

@@ -41,17 +41,25 @@ def nix_eval(nix, expr):
     return json.loads(proc.stdout), proc.stderr
 
 
-def describe(nix, system, upstream, set_name, names, skipped):
-    """Descriptions of names in set_name; names whose evaluation aborts go to skipped."""
-    if not names:
-        return {}
-    only = "{ %s = [ %s ]; }" % (json.dumps(set_name), " ".join(json.dumps(n) for n in names))
+def evaluate(nix, system, upstream, only):
+    """Runs drv-paths.nix on only ({set: [attr]}); returns (value or None, stderr)."""
+    only_expr = "{ %s }" % " ".join(
+        "%s = [ %s ];" % (json.dumps(s), " ".join(json.dumps(n) for n in names)) for s, names in only.items()
+    )
     expr = 'import ./drv-paths.nix { system = "%s"; upstream = %s; only = %s; }' % (
         system,
         "true" if upstream else "false",
-        only,
+        only_expr,
     )
-    value, err = nix_eval(nix, expr)
+    return nix_eval(nix, expr)
+
+
+def describe_set(nix, system, upstream, set_name, names, skipped):
+    """Descriptions of names in set_name; names whose evaluation aborts (which tryEval cannot
+    catch) are found by bisection and go to skipped, with the error."""
+    if not names:
+        return {}
+    value, err = evaluate(nix, system, upstream, {set_name: names})
     if value is not None:
         return value[set_name]
     if len(names) == 1:
@@ -59,8 +67,27 @@ def describe(nix, system, upstream, set_name, names, skipped):
         skipped[names[0]] = reason[-1] if reason else err.strip()[-200:]
         return {}
     half = len(names) // 2
-    result = describe(nix, system, upstream, set_name, names[:half], skipped)
-    result.update(describe(nix, system, upstream, set_name, names[half:], skipped))
+    result = describe_set(nix, system, upstream, set_name, names[:half], skipped)
+    result.update(describe_set(nix, system, upstream, set_name, names[half:], skipped))
+    return result
+
+
+def describe_all(nix, system, upstream, sets, known_bad):
+    """{set: (descriptions, skipped)} for every set. Names found unevaluable before (known_bad,
+    updated here) are tried alone first, so that the rest evaluates in one call."""
+    result = {}
+    good = {s: [n for n in names if n not in known_bad] for s, names in sets.items()}
+    value, _ = evaluate(nix, system, upstream, good)
+    for set_name, names in sets.items():
+        skipped = {}
+        described = value[set_name] if value is not None else describe_set(
+            nix, system, upstream, set_name, good[set_name], skipped
+        )
+        for name in names:
+            if name in known_bad:
+                described.update(describe_set(nix, system, upstream, set_name, [name], skipped))
+        known_bad.update(skipped)
+        result[set_name] = (described, skipped)
     return result
 
 
@@ -113,6 +140,7 @@ def main():
             print(f"FAIL {name}{': ' + detail if detail else ''}")
 
     report = {}
+    known_bad = {}
     for system in systems:
         sets = {}
         for upstream in (False, True):
@@ -122,12 +150,8 @@ def main():
             if names is None:
                 check(False, f"{system}: list the CUDA package sets", err.strip()[-300:])
                 return 1
-            for set_name, attrs in sorted(names.items()):
-                skipped = {}
-                sets.setdefault(set_name, {})[upstream] = (
-                    describe(args.nix, system, upstream, set_name, attrs, skipped),
-                    skipped,
-                )
+            for set_name, described in describe_all(args.nix, system, upstream, names, known_bad).items():
+                sets.setdefault(set_name, {})[upstream] = described
         all_drvs = [
             d["drv"]
             for variants in sets.values()

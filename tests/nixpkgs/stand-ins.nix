@@ -42,7 +42,7 @@ let
     extra = ''
       site=$out/lib/python${hostPython}/site-packages
       mkdir -p $site $out/include
-      cp ${prev.path}/pkgs/development/interpreters/python/sitecustomize.py $site/
+      cp ${prev.path + "/pkgs/development/interpreters/python/sitecustomize.py"} $site/sitecustomize.py
       ln -s /usr/include/python${hostPython} $out/include/python${hostPython}
       for name in python${hostPython} python3 python; do
         printf '#!/bin/bash\nexport PYTHONPATH=%s${"\${PYTHONPATH:+:$PYTHONPATH}"}\nexec -a "$0" /usr/bin/python${hostPython} "$@"\n' \
