@@ -197,7 +197,7 @@ in
   overlay-uses-build-platform-hook =
     test (
       sameDrv pkgs.cudaPackages.stubstripHook pkgs.buildPackages.stubstripHook
-      && sameDrv pkgs.cudaPackages.removeStubsFromRunpathHook.passthru.stubstrip pkgs.buildPackages.stubstrip
+      && pkgs.cudaPackages.removeStubsFromRunpathHook.stubstrip == lib.getExe pkgs.buildPackages.stubstrip
     ) pkgs.cudaPackages.stubstripHook.name;
   overlay-opt-out-per-set-via-cuda-extensions =
     test (sameDrv withoutSetHook.cudaPackages.cuda_cudart plain.cudaPackages.cuda_cudart)

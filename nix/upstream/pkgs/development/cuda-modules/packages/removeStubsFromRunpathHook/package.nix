@@ -22,7 +22,6 @@ makeSetupHook {
     stubstrip = lib.getExe stubstrip;
     driverLink = addDriverRunpath.driverLink + "/lib";
   };
-  passthru = { inherit stubstrip; };
   meta = {
     description = "Setup hook replacing CUDA stub RUNPATH entries with the driver link after fixup";
     license = lib.licenses.mit;
