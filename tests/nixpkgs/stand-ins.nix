@@ -10,13 +10,15 @@ let
   hostPython = "3.11";
 
   # standIn pkg { bin = { NAME = HOSTPATH; }; extra = SHELL; }
+  # `.override` gives the same stand-in (python's passthru overrides the interpreter for its
+  # splices).
   standIn =
     pkg:
     {
       bin ? { },
       extra ? "",
     }:
-    final.stdenvNoCC.mkDerivation {
+    lib.makeOverridable (_: final.stdenvNoCC.mkDerivation {
       pname = "stubstrip-host-${pkg.pname or (lib.getName pkg)}";
       version = "host";
       passthru = pkg.passthru or { };
@@ -33,7 +35,7 @@ let
         ${lib.concatStrings (lib.mapAttrsToList (name: path: "ln -s ${path} $out/bin/${name}\n") bin)}
         ${extra}
       '';
-    };
+    }) { };
 
   # Debian's python3.11, with nixpkgs' sitecustomize.py (which reads the NIX_PYTHONPATH that
   # python.withPackages environments set) in the site-packages of the stand-in; the python setup
@@ -62,6 +64,27 @@ in
   # nixpkgs' bintools wraps binutils built from source (and, with the native stdenv's
   # nativeTools, fails its own assertion); the native stdenv's wrapper of the host's is used.
   bintools = prev.stdenv.cc.bintools;
+
+  # Hooks that name a coreutils program by its store path (ensureNewerSourcesForZipFilesHook).
+  coreutils = standIn prev.coreutils {
+    extra = ''
+      for f in $(dpkg -L coreutils | grep '/bin/'); do
+        [[ -f $f ]] && ln -sf "$f" $out/bin/
+      done
+    '';
+  };
+
+  # Named by store path by python's hooks and wrappers (find, and bash as the wrappers' shell).
+  findutils = standIn prev.findutils {
+    bin = lib.genAttrs [ "find" "xargs" ] (n: "/usr/bin/${n}");
+  };
+  bash = standIn prev.bash {
+    bin = {
+      bash = "/bin/bash";
+      sh = "/bin/bash";
+    };
+  };
+  bashNonInteractive = final.bash;
 
   # buildEnv (python.withPackages) runs a perl script.
   perl = standIn prev.perl { bin.perl = "/usr/bin/perl"; };
