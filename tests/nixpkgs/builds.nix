@@ -145,8 +145,9 @@ let
         __structuredAttrs = structuredAttrs;
         nativeBuildInputs = map (n: hookByName.${n}) order ++ lib.optional (cudaIn == "nativeBuildInputs") cuda;
         buildInputs = lib.optional (cudaIn == "buildInputs") cuda;
-        # autoPatchelfHook searches the lib/ of host inputs; from nativeBuildInputs it is told.
-        preFixup = lib.optionalString (cudaIn == "nativeBuildInputs") ''
+        # autoPatchelfHook searches the lib/ of host inputs, not lib/stubs below it (and nothing
+        # of nativeBuildInputs): a consumer using it on a stub-linked program names the directory.
+        preFixup = ''
           addAutoPatchelfSearchPath ${stubsDir}
         '';
         passthru = { inherit kind stubsDir tag; };

@@ -71,9 +71,14 @@ if want eval; then
     # those) and the tree as its nixpkgs input.
     mkdir -p "$work/src"
     (cd "$repo" && git ls-files -z -co --exclude-standard | xargs -0 cp --parents -t "$work/src" --)
+    # The input: the tree (hard links), behind ./flake-input (stand-ins for the two Haskell tools
+    # the devShell names, only when the tree lacks Haskell packages).
+    mkdir -p "$work/input"
+    cp "$here/flake-input/flake.nix" "$here/flake-input/default.nix" "$work/input/"
+    cp -al "$NIXPKGS" "$work/input/tree" 2>/dev/null || cp -a "$NIXPKGS" "$work/input/tree"
     for sys in x86_64-linux aarch64-linux; do
         if "$NIX_226" flake check --no-build --system "$sys" --no-write-lock-file \
-            --override-input nixpkgs "path:$NIXPKGS" "path:$work/src" >"$work/check-$sys.log" 2>&1; then
+            --override-input nixpkgs "path:$work/input" "path:$work/src" >"$work/check-$sys.log" 2>&1; then
             pass "nix flake check --no-build --system $sys (nixpkgs $commit)"
         else
             fail "nix flake check --no-build --system $sys" "$(grep -m3 'error' "$work/check-$sys.log")"
@@ -178,7 +183,8 @@ pythonBin=$(nix-build "${nixOpts[@]}" --no-out-link "$here/builds.nix" --arg pre
 for n in $names; do
     drv=$(instantiate -A "consumers.$n" 2>/dev/null)
     out=$(nix-store -q --outputs "$drv" 2>/dev/null | head -1)
-    if [[ ! -e $out ]]; then
+    # Without a sandbox a failed build can leave its output directory behind: only a valid path counts.
+    if ! nix-store --check-validity "$out" 2>/dev/null; then
         fail "$n builds" "$(nix-store -l "$drv" 2>/dev/null | grep -m5 -i 'error\|FAIL\|not found')"
         continue
     fi

@@ -11,14 +11,14 @@ let
 
   # standIn pkg { bin = { NAME = HOSTPATH; }; extra = SHELL; }
   # `.override` gives the same stand-in (python's passthru overrides the interpreter for its
-  # splices).
+  # splices). Made with stdenv, not stdenvNoCC: buildPythonPackage builds with `python.stdenv`.
   standIn =
     pkg:
     {
       bin ? { },
       extra ? "",
     }:
-    lib.makeOverridable (_: final.stdenvNoCC.mkDerivation {
+    lib.makeOverridable (_: final.stdenv.mkDerivation {
       pname = "stubstrip-host-${pkg.pname or (lib.getName pkg)}";
       version = "host";
       passthru = pkg.passthru or { };
