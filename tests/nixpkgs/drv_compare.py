@@ -213,7 +213,10 @@ def main():
                 f"{label}: with the overlay nixpkgs' hook is in no closure, ours where it was",
                 f"wrong: {wrong_closure}",
             )
-            skipped_note = "; ".join(f"{n} ({r})" for n, r in sorted(ours_skipped.items()))
+            by_reason = {}
+            for n, r in sorted(ours_skipped.items()):
+                by_reason.setdefault(r, []).append(n)
+            skipped_note = "; ".join(f"{', '.join(ns)} ({r})" for r, ns in by_reason.items())
             print(f"  differ: the hook; holding stubs: {', '.join(holders)}; depending on them: {', '.join(dependents) or 'none'}")
             if ours_skipped:
                 print(f"  not evaluable in this tree (left out): {skipped_note}")
