@@ -65,21 +65,21 @@ stubstripFixup() {
     "$_stubstripErrorFn" "usage: stubstripFixup PATH..."
     return 2
   fi
-  local -a args=(--default-driver-link "$_stubstripDriverLink" --ld-library-path "${LD_LIBRARY_PATH-}")
-  if [[ -n ${stubstripAudit-} ]]; then args+=(--audit "$stubstripAudit"); fi
-  if [[ -n ${dontStubstripCheckFallback-} ]]; then args+=(--no-check-fallback); fi
+  local -a fixupArgs=(--default-driver-link "$_stubstripDriverLink" --ld-library-path "${LD_LIBRARY_PATH-}")
+  if [[ -n ${stubstripAudit-} ]]; then fixupArgs+=(--audit "$stubstripAudit"); fi
+  if [[ -n ${dontStubstripCheckFallback-} ]]; then fixupArgs+=(--no-check-fallback); fi
   if declare -F concatTo >/dev/null; then
-    concatTo args stubstripFlags
+    concatTo fixupArgs stubstripFlags
   elif [[ $(declare -p stubstripFlags 2>/dev/null) == "declare -a"* ]]; then
-    args+=("${stubstripFlags[@]}")
+    fixupArgs+=("${stubstripFlags[@]}")
   else
     local -
     set -o noglob
     # shellcheck disable=SC2206 # word splitting is the point, globbing is off
-    args+=(${stubstripFlags-})
+    fixupArgs+=(${stubstripFlags-})
   fi
   local reply line status=0
-  reply=$("$_stubstripBin" fixup "${args[@]}" -- "$@") || status=$?
+  reply=$("$_stubstripBin" fixup "${fixupArgs[@]}" -- "$@") || status=$?
   if ((status != 0)); then
     "$_stubstripErrorFn" "'$_stubstripBin fixup' failed with exit status $status"
     return 1

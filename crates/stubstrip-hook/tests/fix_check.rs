@@ -92,6 +92,17 @@ fn fix_replaces_stub_entries_in_place_and_check_then_passes() {
         r.stderr,
         "stubstrip: check passed: no stub entries in 3 ELF files\n"
     );
+    // -v: one line per ELF file checked.
+    let r = stubstrip_run(&["check", "-v"], &[&t.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: String = [&t.a, &t.b, &t.clean]
+        .iter()
+        .map(|p| format!("stubstrip: {}: no stub entries\n", p.display()))
+        .collect();
+    assert_eq!(
+        r.stderr,
+        format!("{lines}stubstrip: check passed: no stub entries in 3 ELF files\n")
+    );
 }
 
 #[test]
