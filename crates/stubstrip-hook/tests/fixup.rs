@@ -419,7 +419,11 @@ fn the_audit_level_decides_what_fails() {
 
 #[test]
 fn a_reply_that_cannot_be_written_is_a_failure() {
-    if !can_build() || !Path::new("/dev/full").exists() {
+    if !can_build() {
+        return;
+    }
+    if !Path::new("/dev/full").exists() {
+        skip("needs /dev/full");
         return;
     }
     let o = output();
