@@ -70,6 +70,7 @@ suite_rust() {
 }
 suite_hook() { tests/hook/run.sh; }
 suite_nix() { tests/nix/run.sh; }
+suite_package() { tests/package/run.sh; }
 suite_cross() { tests/cross/run.sh --editor both --require-all --json "${TMPDIR:-/tmp}/stubstrip-cross.json"; }
 suite_sweep() {
   python3 tests/sweep/sweep.py --editor both --limit "$SWEEP_LIMIT" &&
@@ -82,7 +83,7 @@ suite_bench_smoke() {
     python3 bench/tree_bench.py --small --repeat 1
 }
 
-all=(rust hook nix cross sweep demo bench_smoke)
+all=(rust hook nix package cross sweep demo bench_smoke)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

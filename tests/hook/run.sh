@@ -241,7 +241,7 @@ countIs() { # DESCRIPTION GOT EXPECTED
 calls() { # PATTERN: how many stubstrip invocations match
   if [[ -f $D/calls ]]; then grep -c -- "$1" "$D/calls"; else echo 0; fi
 }
-fixCalls() { calls '^fix '; }
+fixupCalls() { calls '^fixup '; }
 # A hook package made from the real hook with a sed edit (to show that a
 # test fails when the hook misbehaves).
 mutantHook() { mkHookPkg "stubstrip-hook-$1" "$HOOK" "${@:2}"; }
@@ -269,10 +269,11 @@ fixupCase() { # MODE ORDER(before|after) INSTALLCHECK(on|off)
   noStubsIn "$D/out" "$D/lib" "$D/bin"
   runs "$D/bin/bin/app" 0
   # one stubstrip process over the three outputs
-  countIs "stubstrip fix runs" "$(fixCalls)" 1
+  countIs "stubstrip runs" "$(calls .)" 1
+  countIs "stubstrip fixup runs" "$(fixupCalls)" 1
   local o
   for o in out lib bin; do
-    grep -q "^fix .* $D/$o\( \|$\)" "$D/calls" || fail "fix was not given output $o: $(cat "$D/calls")"
+    grep -q "^fixup .* $D/$o\( \|$\)" "$D/calls" || fail "fixup was not given output $o: $(cat "$D/calls")"
   done
   if [[ $2 == before ]]; then logHas "ownPrePhase ran"; fi
   if [[ $3 == on ]]; then
@@ -332,43 +333,53 @@ onceCase() { # MODE
   buildOk
   countIs "stubstripRegisterPhase in prePhases" "$(grep -o stubstripRegisterPhase "$D/tmp/prePhases" | wc -l)" 1
   countIs "stubstripPostFixup in postFixupHooks" "$(grep -o stubstripPostFixup "$D/tmp/postFixupHooks" | wc -l)" 1
-  countIs "stubstrip fix runs" "$(fixCalls)" 1
+  countIs "stubstrip fixup runs" "$(fixupCalls)" 1
   runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
 }
 
-# A failing `stubstrip fix` fails the build: here the binary refuses a
-# driver link that is itself a stub directory (a usage error).
+# A failing `stubstrip fixup` fails the build: here the binary refuses a
+# driver link that is itself a stub directory (a usage error), before
+# writing anything.
 fixFailsCase() { # MODE
   newDrv "fix-fails-$1" "$1"
   list stubstripFlags --driver-link "$STUBDIR"
   buildFails
-  logHas "fix' failed with exit status 2"
-  countIs "stubstrip check runs" "$(calls '^check ')" 0
+  logHas "the driver link $STUBDIR itself matches the stub rule"
+  logHas "fixup' failed with exit status 2"
+  runpathIs "$D/lib/lib/libcudafake.so" "$STUBDIR"
 }
 
 # The check fails the build, naming the file, on a stub entry that the fix
 # cannot remove: a prebuilt vendor daemon, started from the output during
 # the build and still running, cannot be opened for writing (ETXTBSY), not
-# even by root. The fix rewrites the other files and reports the busy one
-# (exit 3); the check names it.
-checkCase() { # MODE
-  newDrv "check-fails-$1" "$1"
+# even by root. The fix rewrites the other files and reports the busy one;
+# the check after it names it. With a second argument, the stub directory is
+# a vendor directory that only stubstripFlags' --stub-pattern names: the
+# pattern reaches the check as well as the fix.
+checkCase() { # MODE [pattern]
+  local stubs=$STUBDIR
+  if [[ ${2-} == pattern ]]; then
+    stubs=$WORK/opt/vendor-cuda/lib
+    mkdir -p "$stubs" && cp -P "$STUBDIR"/libcuda.so* "$stubs/"
+  fi
+  newDrv "check-fails-$1${2:+-$2}" "$1"
   flag dontAutoPatchelf
   str postInstall 'cp "$fixtures/server" "$bin/bin/"
-patchelf --set-rpath "$vendorRunpath" "$lib/lib/libcudafake.so"
+patchelf --set-rpath "$vendorRunpath" "$lib/lib/libcudafake.so" "$bin/bin/server"
 "$bin/bin/server" 60 "$TMPDIR/server.ready" >/dev/null 2>&1 &
 echo $! >"$TMPDIR/server.pid"
 while [[ ! -e $TMPDIR/server.ready ]]; do sleep 0.01; done'
-  str vendorRunpath "$STUBDIR"
+  str vendorRunpath "$stubs"
+  if [[ ${2-} == pattern ]]; then list stubstripFlags --stub-pattern '*/vendor-cuda/lib'; fi
   local status=0
   build || status=$?
   if [[ -f $D/tmp/server.pid ]]; then kill "$(cat "$D/tmp/server.pid")" 2>/dev/null || true; fi
   ((status != 0)) || { showLog && fail "the build succeeded but should have failed"; }
   logHas "stub paths still present"
-  logHas "$D/bin/bin/server: RUNPATH entry $STUBDIR"
+  logHas "$D/bin/bin/server: RUNPATH entry $stubs"
   logHas "could not rewrite some files"
   runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
-  runpathIs "$D/bin/bin/server" "$STUBDIR"
+  runpathIs "$D/bin/bin/server" "$stubs"
 }
 
 # The check fallback: in a sandbox without a driver, the checks after fixup
@@ -427,6 +438,21 @@ test_fallback_compat_present() {
   logLacks "appended to LD_LIBRARY_PATH"
 }
 
+# The hook applies stubstrip's reply without eval: an LD_LIBRARY_PATH with
+# spaces, quotes, globs and a command substitution comes back literally, with
+# the stub directory appended, and nothing in it runs.
+test_fallback_keeps_an_odd_ld_library_path() {
+  local odd='/opt/a b:/opt/$(touch "$TMPDIR/ran"):/opt/*:/opt/it'"'"'s'
+  newDrv fallback-odd-ld-library-path structured
+  envAttr STUBSTRIP_DRIVER_LINK "$NODRIVER"
+  envAttr LD_LIBRARY_PATH "$odd"
+  flag doInstallCheck
+  str installCheckPhase 'printf "%s\n" "$LD_LIBRARY_PATH" >"$TMPDIR/ld_library_path"'
+  buildOk
+  [[ $(cat "$D/tmp/ld_library_path") == "$odd:$STUBDIR" ]] || fail "LD_LIBRARY_PATH in installCheck: $(cat "$D/tmp/ld_library_path")"
+  [[ ! -e $D/tmp/ran ]] || fail "a command substitution in LD_LIBRARY_PATH ran"
+}
+
 # dontStubstripCheckFallback: the same import check fails.
 fallbackOffCase() { # MODE
   newDrv "fallback-off-$1" "$1"
@@ -459,7 +485,7 @@ sleep 0.1
 stubstripPostFixup
 snap >"$TMPDIR/after"'
   buildOk
-  countIs "stubstrip fix runs" "$(fixCalls)" 2
+  countIs "stubstrip fixup runs" "$(fixupCalls)" 2
   diff -u "$D/tmp/before" "$D/tmp/after" >&2 || fail "the second run changed something"
   grep -qF "Library runpath: [$DRIVER]" "$D/tmp/after" || fail "snapshot lacks the fixed RUNPATH"
 }
@@ -478,7 +504,7 @@ if stubstripFixup; then echo "stubstripFixup without paths succeeded"; exit 1; e
   runpathIs "$D/out/libexec/libcudafake.so" "$STUBDIR"
   logHas "no-path status 2"
   logHas "usage: stubstripFixup PATH..."
-  countIs "stubstrip fix runs" "$(fixCalls)" 1
+  countIs "stubstrip fixup runs" "$(fixupCalls)" 1
 }
 
 # A derivation that sets `phases` (without prePhases) is still fixed: the
@@ -517,9 +543,9 @@ test_substituted_hook() {
   runs "$D/bin/bin/app" 0
 }
 
-# stubstripFlags, a string or an array: --stub-pattern reaches fix and
-# check (a glob, not expanded by the hook even with nullglob on), other
-# flags reach fix only, once.
+# stubstripFlags, a string or an array, reach stubstrip once and as given:
+# --stub-pattern is a glob, not expanded by the hook even with nullglob on
+# (that it reaches the check too: checkCase MODE pattern).
 flagsCase() { # MODE
   local vendor=$WORK/opt/vendor-cuda
   if [[ ! -d $vendor/lib ]]; then
@@ -528,12 +554,12 @@ flagsCase() { # MODE
   newDrv "flags-$1" "$1"
   list buildInputs "$vendor"
   # A glob that, expanded by the shell, would match nothing (nullglob is on).
-  # --print-removed is the hook's own; given twice, stubstrip would refuse it.
+  # --print-removed, a `fix` flag of no use to fixup, is accepted and ignored.
   list stubstripFlags --stub-pattern '*/vendor-cuda/lib' -v --print-removed
   buildOk
   runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
-  grep -q '^fix .* -v' "$D/calls" || fail "-v did not reach fix: $(cat "$D/calls")"
-  grep -qF "check --stub-pattern */vendor-cuda/lib -- " "$D/calls" || fail "the pattern did not reach check: $(cat "$D/calls")"
+  grep -qF -- "--stub-pattern */vendor-cuda/lib -v --print-removed -- " "$D/calls" || fail "the flags did not reach fixup as given: $(cat "$D/calls")"
+  logHas "stubstrip: $D/lib/lib/libcudafake.so: RUNPATH $WORK/opt/vendor-cuda/lib -> $DRIVER"
 }
 test_control_flags_vendor_dir_is_not_a_stub() {
   local vendor=$WORK/opt/vendor-cuda
@@ -552,17 +578,18 @@ test_flags_driver_link_override() {
   list stubstripFlags "--driver-link=$custom"
   buildOk
   runpathIs "$D/lib/lib/libcudafake.so" "$custom"
-  countIs "--driver-link flags given to fix" "$(grep '^fix ' "$D/calls" | grep -o -- '--driver-link' | wc -l)" 1
+  countIs "--driver-link flags given to fixup" "$(grep '^fixup ' "$D/calls" | grep -o -- '--driver-link' | wc -l)" 1
   runs "$D/bin/bin/app" 0
 }
 
-# --json would mix a report into the --print-removed output: refused.
+# --json would mix a report into the hook's instructions: refused, before
+# anything is written.
 test_flags_json_refused() {
   newDrv flags-json old
   str stubstripFlags --json
   buildFails
   logHas "--json cannot be used by the hook"
-  countIs "stubstrip runs" "$(calls .)" 0
+  runpathIs "$D/lib/lib/libcudafake.so" "$STUBDIR"
 }
 
 # Nothing to do: stubstrip's summary is the only line.
@@ -594,7 +621,8 @@ for mode in old new structured; do
   done
 done
 for mode in old new structured; do
-  tests+=("dontStubstripCase $mode" "onceCase $mode" "fixFailsCase $mode" "checkCase $mode" "fallbackCase $mode"
+  tests+=("dontStubstripCase $mode" "onceCase $mode" "fixFailsCase $mode" "checkCase $mode" "checkCase $mode pattern"
+    "fallbackCase $mode"
     "fallbackOffCase $mode" "fallbackDriverCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
     "flagsCase $mode" "quietCase $mode")
 done
@@ -618,7 +646,8 @@ auditCase() { # NAME STUBSTRIPAUDIT EXPECT(ok|fail)
 }
 test_audit_off_by_default() {
   auditCase off "" ok
-  countIs "stubstrip audit runs" "$(calls '^audit ')" 0
+  countIs "stubstrip runs given --audit" "$(calls '--audit')" 0
+  logLacks "audit:"
   runpathIs "$D/bin/bin/app" "$D/out/libexec:$D/lib/lib:$DRIVER"
 }
 test_audit_warning_fails_on_ambiguous_runpath() {
@@ -628,12 +657,13 @@ test_audit_warning_fails_on_ambiguous_runpath() {
 }
 test_audit_error_level_tolerates_ambiguity() {
   auditCase error 1 ok
-  countIs "stubstrip audit runs" "$(calls '^audit --deny error ')" 1
+  countIs "stubstrip fixup runs given --audit 1" "$(calls '^fixup .*--audit 1 ')" 1
   logHas "audit: no finding at or above 'error'"
 }
 tests+=(test_audit_off_by_default test_audit_warning_fails_on_ambiguous_runpath test_audit_error_level_tolerates_ambiguity)
 
-tests+=(test_fallback_compat_present test_control_phases_override_needs_preFixup_registration
+tests+=(test_fallback_compat_present test_fallback_keeps_an_odd_ld_library_path
+  test_control_phases_override_needs_preFixup_registration
   test_substituted_hook test_control_flags_vendor_dir_is_not_a_stub test_flags_driver_link_override
   test_flags_json_refused)
 

@@ -1,11 +1,12 @@
 //! Per-file work: look at one file, decide with [`crate::classify`], edit with `elfpatch`.
 
 use std::fs::File;
-use std::io::Read;
-use std::path::Path;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 use elfpatch::{edit_in_place, Edit, Elf, Options};
 use serde::Serialize;
+use thiserror::Error;
 
 use crate::classify::Rule;
 
@@ -43,6 +44,31 @@ pub struct EntryChange {
     pub removed: Vec<String>,
 }
 
+/// Why one file could not be read or edited; its message names the file.
+#[derive(Debug, Error)]
+pub enum FileError {
+    /// Opening the file or reading its first bytes failed: whether it is an ELF file is unknown.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file starts with the ELF magic, but elfpatch could not parse or edit it (the message
+    /// gives the offset where it applies); nothing was written.
+    #[error(transparent)]
+    Elf(#[from] elfpatch::Error),
+}
+
+impl FileError {
+    /// Whether the file is known to be an ELF file (it had the magic).
+    pub fn is_elf(&self) -> bool {
+        matches!(self, FileError::Elf(_))
+    }
+}
+
 /// What happened to one file.
 #[derive(Debug)]
 pub enum Outcome {
@@ -53,7 +79,7 @@ pub enum Outcome {
     /// The run paths that changed (or would change, for `check`).
     Changed(Vec<EntryChange>),
     /// The file could not be read or edited; it was left as it was.
-    Failed(String),
+    Failed(FileError),
 }
 
 fn lossy(b: &[u8]) -> String {
@@ -62,8 +88,11 @@ fn lossy(b: &[u8]) -> String {
 
 /// Opens `path` and parses its headers if it is an ELF file; `Ok(None)` when it is not (after
 /// reading 4 bytes). One open per file: this runs on every file of an output.
-fn open_elf(path: &Path) -> Result<Option<Elf>, String> {
-    let io_err = |e: std::io::Error| format!("{}: {e}", path.display());
+fn open_elf(path: &Path) -> Result<Option<Elf>, FileError> {
+    let io_err = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut f = File::open(path).map_err(io_err)?;
     let mut magic = [0u8; 4];
     let mut got = 0;
@@ -80,7 +109,7 @@ fn open_elf(path: &Path) -> Result<Option<Elf>, String> {
     let len = f.metadata().map_err(io_err)?.len();
     Elf::read_file(&f, len)
         .map(Some)
-        .map_err(|e| e.with_path(path).to_string())
+        .map_err(|e| FileError::Elf(e.with_path(path)))
 }
 
 /// What the rule asks of one file: the report, and the exact edits.
@@ -93,7 +122,7 @@ pub struct Decision {
 }
 
 /// The changes the rule asks for in `path`, without writing; `Ok(None)` for non-ELF files.
-pub fn decide(path: &Path, rule: &Rule) -> Result<Option<Decision>, String> {
+pub fn decide(path: &Path, rule: &Rule) -> Result<Option<Decision>, FileError> {
     let Some(e) = open_elf(path)? else {
         return Ok(None);
     };
@@ -125,12 +154,12 @@ pub fn fix(path: &Path, rule: &Rule) -> Outcome {
     };
     match edit_in_place(path, &d.edits, &Options::default()) {
         Ok(_) => Outcome::Changed(d.changes),
-        Err(e) => Outcome::Failed(e.to_string()),
+        Err(e) => Outcome::Failed(FileError::Elf(e)),
     }
 }
 
 /// The stub entries left in one file, for `check`.
-pub fn stubs_left(path: &Path, rule: &Rule) -> Result<Option<Vec<(Tag, String)>>, String> {
+pub fn stubs_left(path: &Path, rule: &Rule) -> Result<Option<Vec<(Tag, String)>>, FileError> {
     let Some(e) = open_elf(path)? else {
         return Ok(None);
     };

@@ -1,7 +1,8 @@
 //! `stubstrip`: replace CUDA stub directories in ELF run paths with the driver link.
 //!
 //! `main` only parses arguments and wires the pieces: [`classify`] decides, [`walk`] finds files,
-//! [`fix`] reads and edits one file, [`report`] says what happened. `explain` ([`resolve`] decides,
+//! [`fix`] reads and edits one file, [`report`] says what happened. [`fixup`] is what the setup
+//! hook runs: fix, check, audit and the check-time fallback, with the hook's policy. `explain` ([`resolve`] decides,
 //! [`ldso`] reads the loader's settings) and `audit` ([`audit`] decides, [`audit_run`] reads and
 //! reports) share [`fsview`], [`target`], [`ldcache`] and [`driver`].
 
@@ -11,6 +12,7 @@ mod classify;
 mod driver;
 mod explain;
 mod fix;
+mod fixup;
 mod fsview;
 mod ldcache;
 mod ldso;
@@ -53,6 +55,9 @@ enum Command {
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...
     Check(CommonArgs),
+    /// What the setup hook runs: fix, check again from disk, audit, and print what the hook exports.
+    #[command(after_help = FIXUP_HELP)]
+    Fixup(FixupArgs),
     /// Show where the dynamic loader finds each library of FILE, without running it.
     #[command(
         after_help = "Exit status: 0 everything found, 1 a library is missing, cannot load or is a stub, \
@@ -65,6 +70,55 @@ enum Command {
                             Findings go to stderr; --json writes the report to stdout."
     )]
     Audit(AuditArgs),
+}
+
+const FIXUP_HELP: &str = "\
+Stdout (only on success) carries instructions for the hook, one per line:
+  log MESSAGE        a line for the build log
+  export NAME=VALUE  the hook runs: export -- \"NAME=VALUE\" (VALUE holds no newline)
+Exit status: 0 ok, 1 a stub entry is left after the fix, 2 usage error, 3 the check could not read
+some file, 4 an audit finding at or above --audit, 5 stdout could not be written.
+Files the fix cannot rewrite are tolerated as far as the check finds no stub entry in them.";
+
+#[derive(Args)]
+struct FixupArgs {
+    /// The derivation's outputs: files or directories (walked recursively; symlinks are never followed).
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// The driver link used when no --driver-link is given (the hook's substituted default).
+    #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver/lib")]
+    default_driver_link: String,
+    /// The directory that replaces the first stub entry (from stubstripFlags; overrides the default).
+    #[arg(long, value_name = "DIR")]
+    driver_link: Option<String>,
+    /// A cuda_compat directory to put immediately before the driver link (Jetson).
+    #[arg(long, value_name = "DIR")]
+    compat: Option<String>,
+    /// Also treat run path entries matching GLOB as stub directories, in the fix, the check and the audit (repeatable).
+    #[arg(long = "stub-pattern", value_name = "GLOB")]
+    stub_patterns: Vec<String>,
+    /// One line per changed file on stderr.
+    #[arg(short, long)]
+    verbose: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// After the check, run `audit` and fail on findings at or above LEVEL: info, warning or error;
+    /// any other non-empty value means error (stubstripAudit).
+    #[arg(long, value_name = "LEVEL")]
+    audit: Option<String>,
+    /// Never put the removed stub directories on LD_LIBRARY_PATH (dontStubstripCheckFallback).
+    #[arg(long)]
+    no_check_fallback: bool,
+    /// The LD_LIBRARY_PATH the check-time fallback appends to (default: the environment's).
+    #[arg(long, value_name = "P")]
+    ld_library_path: Option<OsString>,
+    /// Accepted for stubstripFlags written for `fix`: fixup always knows the removed directories.
+    #[arg(long, hide = true)]
+    print_removed: bool,
+    /// Refused: stdout carries the instructions for the hook.
+    #[arg(long, hide = true)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -183,6 +237,22 @@ fn pool(jobs: Option<usize>) {
     }
 }
 
+/// Fixes each file; the outcomes in the order of `files`.
+fn fix_files(rule: &Rule, files: &[PathBuf]) -> Vec<(PathBuf, fix::Outcome)> {
+    files
+        .par_iter()
+        .map(|p| (p.clone(), fix::fix(p, rule)))
+        .collect()
+}
+
+/// The stub entries left in each file, in the order of `files`.
+fn check_files(rule: &Rule, files: &[PathBuf]) -> Vec<(PathBuf, report::CheckResult)> {
+    files
+        .par_iter()
+        .map(|p| (p.clone(), fix::stubs_left(p, rule)))
+        .collect()
+}
+
 fn run_fix(a: FixArgs) -> ExitCode {
     let rule = Rule {
         driver_link: a.driver_link.into_bytes(),
@@ -195,13 +265,7 @@ fn run_fix(a: FixArgs) -> ExitCode {
     }
     pool(a.common.jobs);
     let (files, walk_errors) = walk::regular_files(&a.common.paths);
-    let results: Vec<(PathBuf, fix::Outcome)> = files
-        .into_par_iter()
-        .map(|p| {
-            let o = fix::fix(&p, &rule);
-            (p, o)
-        })
-        .collect();
+    let results = fix_files(&rule, &files);
     let r = report::FixReport::new(&rule, &results, &walk_errors);
     r.print(a.common.verbose, a.common.json, a.print_removed);
     if r.failed() {
@@ -219,13 +283,7 @@ fn run_check(a: CommonArgs) -> ExitCode {
     };
     pool(a.jobs);
     let (files, walk_errors) = walk::regular_files(&a.paths);
-    let results: Vec<_> = files
-        .into_par_iter()
-        .map(|p| {
-            let o = fix::stubs_left(&p, &rule);
-            (p, o)
-        })
-        .collect();
+    let results = check_files(&rule, &files);
     let r = report::CheckReport::new(&results, &walk_errors);
     r.print(a.verbose, a.json);
     if r.stub_entries() > 0 {
@@ -235,6 +293,40 @@ fn run_check(a: CommonArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+fn run_fixup(a: FixupArgs) -> ExitCode {
+    if a.json {
+        eprintln!(
+            "stubstrip fixup: --json cannot be used by the hook: stdout carries its instructions \
+             (remove it from stubstripFlags)"
+        );
+        return ExitCode::from(2);
+    }
+    let _ = a.print_removed;
+    let rule = Rule {
+        driver_link: a.driver_link.unwrap_or(a.default_driver_link).into_bytes(),
+        compat: a.compat.map(String::into_bytes),
+        stubs: matcher_of(&a.stub_patterns),
+    };
+    if let Err(msg) = rule.check() {
+        eprintln!("stubstrip fixup: {msg}");
+        return ExitCode::from(2);
+    }
+    pool(a.jobs);
+    let c = fixup::Config {
+        paths: a.paths,
+        rule,
+        verbose: a.verbose,
+        audit: a.audit.as_deref().and_then(fixup::audit_level),
+        check_fallback: !a.no_check_fallback,
+        ld_library_path: a
+            .ld_library_path
+            .or_else(|| std::env::var_os("LD_LIBRARY_PATH"))
+            .map(OsString::into_vec)
+            .unwrap_or_default(),
+    };
+    ExitCode::from(fixup::run(&c))
 }
 
 fn run_explain(a: ExplainArgs) -> ExitCode {
@@ -280,6 +372,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Fix(a) => run_fix(a),
         Command::Check(a) => run_check(a),
+        Command::Fixup(a) => run_fixup(a),
         Command::Explain(a) => run_explain(a),
         Command::Audit(a) => run_audit(a),
     }

@@ -20,6 +20,7 @@ struct FileChange<'a> {
 #[derive(Serialize)]
 struct FileError {
     path: String,
+    /// The one-line message, which names the path.
     error: String,
 }
 
@@ -42,7 +43,7 @@ fn errors_of(walk: &[WalkError]) -> Vec<FileError> {
     walk.iter()
         .map(|w| FileError {
             path: w.path.display().to_string(),
-            error: w.error.to_string(),
+            error: w.to_string(),
         })
         .collect()
 }
@@ -86,10 +87,12 @@ impl<'a> FixReport<'a> {
                     });
                 }
                 Outcome::Failed(error) => {
-                    r.elf_files += 1;
+                    if error.is_elf() {
+                        r.elf_files += 1;
+                    }
                     r.errors.push(FileError {
                         path: path.display().to_string(),
-                        error: error.clone(),
+                        error: error.to_string(),
                     });
                 }
             }
@@ -100,6 +103,11 @@ impl<'a> FixReport<'a> {
     /// Whether some file could not be processed.
     pub fn failed(&self) -> bool {
         !self.errors.is_empty()
+    }
+
+    /// Each stub directory removed, once, in the order first met.
+    pub fn removed_dirs(&self) -> &[String] {
+        &self.removed_dirs
     }
 
     /// Prints the report: human lines on stderr, data on stdout.
@@ -128,10 +136,10 @@ impl<'a> FixReport<'a> {
             self.rewritten,
             self.elf_files,
             self.stub_entries_replaced,
-            if self.errors.is_empty() {
-                String::new()
-            } else {
-                format!(", {} files could not be processed", self.errors.len())
+            match self.errors.len() {
+                0 => String::new(),
+                1 => ", 1 file could not be processed".to_string(),
+                n => format!(", {n} files could not be processed"),
             }
         );
         let mut out = std::io::stdout().lock();
@@ -163,10 +171,16 @@ pub struct CheckReport {
     files_with_stubs: usize,
     findings: Vec<Finding>,
     errors: Vec<FileError>,
+    /// ELF files among the errors (they count in `elf_files` but were not read).
+    #[serde(skip)]
+    unread_elf_files: usize,
+    /// ELF files without a stub entry, for `-v`.
+    #[serde(skip)]
+    clean: Vec<String>,
 }
 
 /// Per-file result of `check`: `Ok(None)` for non-ELF files.
-pub type CheckResult = Result<Option<Vec<(Tag, String)>>, String>;
+pub type CheckResult = Result<Option<Vec<(Tag, String)>>, crate::fix::FileError>;
 
 impl CheckReport {
     /// Summarizes per-file results.
@@ -178,13 +192,17 @@ impl CheckReport {
             files_with_stubs: 0,
             findings: Vec::new(),
             errors: errors_of(walk),
+            unread_elf_files: 0,
+            clean: Vec::new(),
         };
         for (path, res) in results {
             match res {
                 Ok(None) => {}
                 Ok(Some(found)) => {
                     r.elf_files += 1;
-                    if !found.is_empty() {
+                    if found.is_empty() {
+                        r.clean.push(path.display().to_string());
+                    } else {
                         r.files_with_stubs += 1;
                     }
                     r.findings.extend(found.iter().map(|(tag, entry)| Finding {
@@ -194,10 +212,13 @@ impl CheckReport {
                     }));
                 }
                 Err(error) => {
-                    r.elf_files += 1;
+                    if error.is_elf() {
+                        r.elf_files += 1;
+                        r.unread_elf_files += 1;
+                    }
                     r.errors.push(FileError {
                         path: path.display().to_string(),
-                        error: error.clone(),
+                        error: error.to_string(),
                     });
                 }
             }
@@ -215,31 +236,54 @@ impl CheckReport {
         !self.errors.is_empty()
     }
 
-    /// Prints findings and a summary on stderr, the JSON report on stdout.
+    /// Whether every file was read and none holds a stub entry.
+    pub fn passed(&self) -> bool {
+        self.findings.is_empty() && self.errors.is_empty()
+    }
+
+    /// The summary line. It says "passed" only when every file was read: a file that could
+    /// not be read may hold a stub entry.
+    pub fn summary(&self) -> String {
+        let unread = match self.errors.len() {
+            0 => String::new(),
+            1 => "; 1 file could not be read (named above)".to_string(),
+            n => format!("; {n} files could not be read (named above)"),
+        };
+        let read = self.elf_files - self.unread_elf_files;
+        if !self.findings.is_empty() {
+            format!(
+                "stubstrip: check failed: {} stub entries in {} of {read} ELF files read{unread}",
+                self.findings.len(),
+                self.files_with_stubs,
+            )
+        } else if !self.errors.is_empty() {
+            format!(
+                "stubstrip: check incomplete: no stub entries in the {read} ELF files read{unread}"
+            )
+        } else {
+            format!(
+                "stubstrip: check passed: no stub entries in {} ELF files",
+                self.elf_files
+            )
+        }
+    }
+
+    /// Prints errors, findings (and with `verbose` each clean ELF file) and the summary on
+    /// stderr, the JSON report on stdout.
     pub fn print(&self, verbose: bool, json: bool) {
         let mut err = std::io::stderr().lock();
         for e in &self.errors {
             let _ = writeln!(err, "stubstrip: error: {}", e.error);
         }
+        if verbose {
+            for c in &self.clean {
+                let _ = writeln!(err, "stubstrip: {c}: no stub entries");
+            }
+        }
         for f in &self.findings {
             let _ = writeln!(err, "{}: {} entry {}", f.path, f.tag.name(), f.entry);
         }
-        if self.findings.is_empty() {
-            let _ = writeln!(
-                err,
-                "stubstrip: check passed: no stub entries in {} ELF files",
-                self.elf_files
-            );
-        } else {
-            let _ = writeln!(
-                err,
-                "stubstrip: check failed: {} stub entries in {} of {} ELF files",
-                self.findings.len(),
-                self.files_with_stubs,
-                self.elf_files
-            );
-        }
-        let _ = verbose;
+        let _ = writeln!(err, "{}", self.summary());
         if json {
             let mut out = std::io::stdout().lock();
             let _ = serde_json::to_writer_pretty(&mut out, self);

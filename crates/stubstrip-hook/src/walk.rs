@@ -5,13 +5,16 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use thiserror::Error;
 
-/// A path that could not be listed.
-#[derive(Debug)]
+/// A path that could not be listed; its message names the path.
+#[derive(Debug, Error)]
+#[error("{}: {error}", path.display())]
 pub struct WalkError {
     /// The path.
     pub path: PathBuf,
     /// Why.
+    #[source]
     pub error: io::Error,
 }
 

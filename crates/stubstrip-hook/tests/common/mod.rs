@@ -300,3 +300,123 @@ pub fn assert_agrees(exe: &Path, llp: Option<&str>, extra: &[&str]) -> (Value, L
     }
     (v, t)
 }
+
+/// `Library runpath` and `Library rpath` of `file`, as `readelf -d` prints them.
+pub fn readelf_paths(file: &Path) -> (Option<String>, Option<String>) {
+    let out = run_ok(Command::new("readelf").arg("-d").arg(file));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = |key: &str| {
+        text.lines().find_map(|l| {
+            let rest = l.split_once(&format!("Library {key}: ["))?.1;
+            Some(rest.strip_suffix(']')?.to_string())
+        })
+    };
+    (value("runpath"), value("rpath"))
+}
+
+/// A CUDA stub directory as nixpkgs lays it out, under `root`: an existing directory inside a
+/// store output whose name ends in `-stubs`.
+pub fn stub_dir(root: &Path) -> PathBuf {
+    let d = root.join(format!("nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib"));
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A shared library whose `DT_RUNPATH` (or, with `rpath`, `DT_RPATH`) is `path`.
+pub fn lib_with_path(file: &Path, path: &str, rpath: bool) -> PathBuf {
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let dtags = if rpath {
+        "-Wl,--disable-new-dtags"
+    } else {
+        "-Wl,--enable-new-dtags"
+    };
+    shared(
+        file.parent().unwrap(),
+        name,
+        name,
+        "int lib_fn(void) { return 1; }\n",
+        &[dtags, &format!("-Wl,-rpath,{path}")],
+    )
+}
+
+/// The metadata that shows whether a file was written: inode, mtime and ctime (a write or a
+/// rename changes ctime even when it restores the mtime).
+pub fn write_stamp(file: &Path) -> (u64, i64, i64, i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(file).unwrap();
+    (
+        m.ino(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    )
+}
+
+/// What one run of the binary gave.
+pub struct Run {
+    /// The exit status (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+/// Runs `cmd` (stdin from /dev/null; stdout piped unless already set) and fails the test if it
+/// takes more than 60 s: a FIFO opened for reading, say, would block it for ever.
+pub fn run_limited(cmd: &mut Command, piped_stdout: bool) -> Run {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+    if piped_stdout {
+        cmd.stdout(Stdio::piped());
+    }
+    let mut child = cmd.spawn().unwrap();
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            if let Some(mut r) = r {
+                r.read_to_end(&mut s).unwrap();
+            }
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = drain(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = drain(child.stderr.take().map(|s| Box::new(s) as _));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("{cmd:?} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// `stubstrip ARGS... PATHS...`, as [`run_limited`] runs it.
+pub fn stubstrip_run(args: &[&str], paths: &[&Path]) -> Run {
+    run_limited(stubstrip().args(args).args(paths), true)
+}
+
+/// The run's stdout as JSON.
+pub fn json(r: &Run) -> Value {
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", r.stdout, r.stderr))
+}
+
+/// The keys of a JSON object, sorted.
+pub fn keys(v: &Value) -> Vec<&str> {
+    let mut k: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    k.sort_unstable();
+    k
+}

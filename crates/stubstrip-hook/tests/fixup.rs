@@ -1,0 +1,444 @@
+//! The contract of `stubstrip fixup`, what the setup hook runs: fix, check from disk, audit,
+//! and the check-time fallback, replied on stdout as `log` and `export NAME=VALUE` lines. On ELF
+//! files built with gcc, read back with readelf.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// An output with one library whose RUNPATH is `STUB:/opt/keep`, and a driver link directory
+/// that exists but holds no driver (a build sandbox).
+struct Out {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    out: PathBuf,
+    stub: String,
+    lib: PathBuf,
+    driver: String,
+}
+
+fn output() -> Out {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let stub = stub_dir(&root).display().to_string();
+    let out = root.join("out");
+    let lib = lib_with_path(
+        &out.join("lib/libcudafake.so"),
+        &format!("{stub}:/opt/keep"),
+        false,
+    );
+    let driver = root.join("run/opengl-driver/lib");
+    fs::create_dir_all(&driver).unwrap();
+    Out {
+        _tmp: tmp,
+        root,
+        out,
+        stub,
+        lib,
+        driver: driver.display().to_string(),
+    }
+}
+
+/// `stubstrip fixup --default-driver-link DRIVER --ld-library-path LLP ARGS... -- PATHS...`, as
+/// the hook calls it.
+fn fixup(o: &Out, llp: &str, args: &[&str], paths: &[&Path]) -> Run {
+    run_limited(&mut fixup_cmd(o, llp, args, paths), true)
+}
+
+fn fixup_cmd(o: &Out, llp: &str, args: &[&str], paths: &[&Path]) -> Command {
+    let mut c = stubstrip();
+    c.args([
+        "fixup",
+        "--default-driver-link",
+        &o.driver,
+        "--ld-library-path",
+        llp,
+    ])
+    .args(args)
+    .arg("--")
+    .args(paths);
+    c
+}
+
+fn runpath(p: &Path) -> String {
+    readelf_paths(p).0.unwrap_or_default()
+}
+
+/// Puts a (fake) `libcuda.so.1` into `dir`.
+fn provide_libcuda(dir: &str) {
+    fs::create_dir_all(dir).unwrap();
+    fs::write(Path::new(dir).join("libcuda.so.1"), b"").unwrap();
+}
+
+#[test]
+fn fixes_checks_and_replies_with_the_fallback() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let r = fixup(&o, "", &[], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.driver));
+    assert_eq!(
+        r.stdout,
+        format!(
+            "export LD_LIBRARY_PATH={s}\nlog appended to LD_LIBRARY_PATH for the checks after fixup: {s}\n",
+            s = o.stub
+        )
+    );
+    // stderr: the fix's summary only (the check that passed says nothing).
+    assert_eq!(
+        r.stderr,
+        "stubstrip: 1 of 1 ELF files rewritten, 1 stub entries replaced\n"
+    );
+    // Again: nothing removed, nothing to reply, nothing written.
+    let stamp = write_stamp(&o.lib);
+    let r = fixup(&o, &o.stub, &[], &[&o.out]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert_eq!(write_stamp(&o.lib), stamp);
+}
+
+#[test]
+fn the_fallback_appends_to_the_given_ld_library_path_once() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let llp = "/opt/a b:/opt/$(x):/opt/*";
+    let r = fixup(&o, llp, &[], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with(&format!("export LD_LIBRARY_PATH={llp}:{}\n", o.stub)),
+        "{}",
+        r.stdout
+    );
+    // Already there: no export, no log.
+    let o = output();
+    let llp = format!("/x:{}", o.stub);
+    let r = fixup(&o, &llp, &[], &[&o.out]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.driver));
+}
+
+#[test]
+fn without_ld_library_path_the_environment_s_is_used() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let mut c = stubstrip();
+    c.args(["fixup", "--default-driver-link", &o.driver, "--"])
+        .arg(&o.out)
+        .env("LD_LIBRARY_PATH", "/from/env");
+    let r = run_limited(&mut c, true);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with(&format!("export LD_LIBRARY_PATH=/from/env:{}\n", o.stub)),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn no_fallback_when_turned_off_or_a_driver_is_here() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let r = fixup(&o, "", &["--no-check-fallback"], &[&o.out]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.driver));
+
+    let o = output();
+    provide_libcuda(&o.driver);
+    let r = fixup(&o, "", &[], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        format!(
+            "log {} provides libcuda.so.1 here: LD_LIBRARY_PATH left as it is\n",
+            o.driver
+        )
+    );
+
+    // A compat directory with libcuda.so.1 (and no driver): it answers, before the driver link.
+    let o = output();
+    let compat = o.root.join("cuda_compat/compat").display().to_string();
+    provide_libcuda(&compat);
+    let r = fixup(&o, "", &["--compat", &compat], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        format!("log {compat} provides libcuda.so.1 here: LD_LIBRARY_PATH left as it is\n")
+    );
+    assert_eq!(runpath(&o.lib), format!("{compat}:{}:/opt/keep", o.driver));
+}
+
+#[test]
+fn a_driver_link_flag_replaces_the_default() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let custom = o.root.join("custom/lib").display().to_string();
+    let r = fixup(&o, "", &[&format!("--driver-link={custom}")], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(runpath(&o.lib), format!("{custom}:/opt/keep"));
+}
+
+#[test]
+fn fix_flags_are_accepted_and_json_is_refused() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let before = fs::read(&o.lib).unwrap();
+    let r = fixup(&o, "", &["--json"], &[&o.out]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--json cannot be used by the hook"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stdout, "");
+    assert_eq!(
+        fs::read(&o.lib).unwrap(),
+        before,
+        "written despite the refusal"
+    );
+
+    // A stub-shaped driver link: refused before anything is written.
+    let r = fixup(&o, "", &["--driver-link", &o.stub], &[&o.out]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "the driver link {} itself matches the stub rule",
+            o.stub
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fs::read(&o.lib).unwrap(), before);
+
+    // The flags of `fix` that stubstripFlags may hold: -v shows the change, --print-removed
+    // changes nothing (stdout stays the reply), --jobs is taken.
+    let r = fixup(&o, "", &["-v", "--print-removed", "--jobs", "1"], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "stubstrip: {}: RUNPATH {}:/opt/keep -> {}:/opt/keep\n",
+            o.lib.display(),
+            o.stub,
+            o.driver
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.starts_with("export LD_LIBRARY_PATH="),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(stubstrip_run(&["fixup"], &[]).code, 2, "no PATH");
+}
+
+/// Starts `out/bin/daemon`, a running program with RUNPATH `runpath`: it cannot be opened for
+/// writing while it runs (ETXTBSY), not even by root.
+fn busy_daemon(o: &Out, runpath: &str) -> (PathBuf, std::process::Child) {
+    let exe = program(
+        &o.out.join("bin/daemon"),
+        "#include <unistd.h>\nint main(void) { sleep(60); return 0; }\n",
+        &[&format!("-Wl,-rpath,{runpath}"), "-Wl,--enable-new-dtags"],
+    );
+    let child = Command::new(&exe).stdout(Stdio::null()).spawn().unwrap();
+    (exe, child)
+}
+
+#[test]
+fn a_stub_entry_left_after_the_fix_exits_1_naming_it() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let (exe, mut daemon) = busy_daemon(&o, &o.stub);
+    let r = fixup(&o, "", &[], &[&o.out]);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.stdout, "", "a failed run replies nothing");
+    let note = r
+        .stderr
+        .find("stubstrip: fixup: warning: stubstrip could not rewrite some files (named above)")
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    let header = r
+        .stderr
+        .find("stubstrip: fixup: stub paths still present in RUNPATH after the fix:")
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    let finding = r
+        .stderr
+        .find(&format!("{}: RUNPATH entry {}\n", exe.display(), o.stub))
+        .unwrap_or_else(|| panic!("{}", r.stderr));
+    assert!(note < header && header < finding, "{}", r.stderr);
+    // The other file was fixed all the same.
+    assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.driver));
+    assert_eq!(runpath(&exe), o.stub);
+}
+
+#[test]
+fn stub_patterns_reach_the_check() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let vendor = o.root.join("opt/vendor-cuda/lib");
+    fs::create_dir_all(&vendor).unwrap();
+    let vendor = vendor.display().to_string();
+    let (exe, mut daemon) = busy_daemon(&o, &vendor);
+    let without = fixup(&o, "", &[], &[&o.out]);
+    let with = fixup(&o, "", &["--stub-pattern", "*/vendor-cuda/lib"], &[&o.out]);
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    assert_eq!(
+        without.code, 0,
+        "not a stub without the pattern: {}",
+        without.stderr
+    );
+    assert_eq!(with.code, 1, "{}", with.stderr);
+    assert!(
+        with.stderr
+            .contains(&format!("{}: RUNPATH entry {vendor}\n", exe.display())),
+        "{}",
+        with.stderr
+    );
+}
+
+#[test]
+fn an_unreadable_file_fails_the_check_with_exit_3() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    let bytes = fs::read(&o.lib).unwrap();
+    let cut = o.out.join("lib/libcut.so");
+    fs::write(&cut, &bytes[..200]).unwrap();
+    let r = fixup(&o, "", &[], &[&o.out]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(!r.stderr.contains("passed"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "stubstrip: fixup: the check after the fix could not read every file, so it cannot say that no stub entry is left:"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains(&format!("stubstrip: error: {}: truncated", cut.display())),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fs::read(&cut).unwrap(), &bytes[..200]);
+    assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.driver));
+}
+
+/// A program whose RUNPATH holds two directories that both provide its NEEDED library (an
+/// ambiguity, audit's SS002 warning) and a stub directory.
+fn ambiguous(o: &Out) -> PathBuf {
+    let a = shared(
+        &o.out.join("a"),
+        "libdup.so.1",
+        "libdup.so.1",
+        "int lib_fn(void) { return 1; }\n",
+        &[],
+    );
+    shared(
+        &o.out.join("b"),
+        "libdup.so.1",
+        "libdup.so.1",
+        "int lib_fn(void) { return 2; }\n",
+        &[],
+    );
+    program(
+        &o.out.join("bin/two"),
+        "int lib_fn(void);\nint main(void) { return lib_fn() - 1; }\n",
+        &[
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{0}/a:{0}/b:{1}", o.out.display(), o.stub),
+            a.to_str().unwrap(),
+        ],
+    )
+}
+
+#[test]
+fn the_audit_level_decides_what_fails() {
+    if !can_build() {
+        return;
+    }
+    let o = output();
+    ambiguous(&o);
+    // Off unless asked (an empty value is off too).
+    for args in [&[][..], &["--audit", ""][..]] {
+        let r = fixup(&o, "", args, &[&o.out]);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            !r.stderr.contains("SS002") && !r.stdout.contains("audit"),
+            "{args:?}"
+        );
+    }
+    // At "error" (also what any other non-empty value means) the warning passes, with a log line.
+    for level in ["error", "1"] {
+        let r = fixup(&o, "", &["--audit", level], &[&o.out]);
+        assert_eq!(r.code, 0, "{level}: {}", r.stderr);
+        assert!(
+            r.stdout
+                .contains("log audit: no finding at or above 'error'\n"),
+            "{level}: {}",
+            r.stdout
+        );
+    }
+    // At "warning" it fails the run, after the fix, and replies nothing.
+    let r = fixup(&o, "", &["--audit", "warning"], &[&o.out]);
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(r.stderr.contains("SS002"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "stubstrip: fixup: stubstrip audit found problems at or above 'warning' (stubstripAudit)"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_reply_that_cannot_be_written_is_a_failure() {
+    if !can_build() {
+        return;
+    }
+    if !Path::new("/dev/full").exists() {
+        skip("needs /dev/full");
+        return;
+    }
+    let o = output();
+    let mut c = fixup_cmd(&o, "", &[], &[&o.out]);
+    c.stdout(
+        fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap(),
+    );
+    let r = run_limited(&mut c, false);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot write the instructions to stdout"),
+        "{}",
+        r.stderr
+    );
+}
