@@ -34,6 +34,11 @@ rustPlatform.buildRustPackage {
 
   # The tests compile small C programs, edit them and inspect the result with
   # readelf, strip, eu-elflint and ldd (from the libc's bin output).
+  # The tests link C programs with the compiler on PATH (nixpkgs' cc wrapper) and compare the
+  # RUNPATH they asked for with the file's: stdenv's own `-rpath $out/lib` would add an entry. No
+  # installed file needs $out/lib in its RUNPATH.
+  env.NIX_NO_SELF_RPATH = true;
+
   nativeCheckInputs = [
     gcc
     patchelf

@@ -183,6 +183,38 @@ for name in $names; do
     fi
 done
 
+# --- d. the real-nixpkgs suite (tests/nixpkgs) as far as CI can run it --------
+# It needs a nixpkgs tree, which CI has not: its scripts must parse and lint,
+# and without NIXPKGS it must say that it skipped and why, and pass.
+for script in "$repo"/tests/nixpkgs/*.sh; do
+    name=${script#"$repo"/}
+    if ! bash -n "$script" 2>"$work/err"; then
+        fail "bash -n $name" "$(head -3 "$work/err")"
+    elif command -v shellcheck >/dev/null; then
+        if shellcheck -x "$script" >"$work/err" 2>&1; then
+            pass "shellcheck $name"
+        else
+            fail "shellcheck $name" "$(head -5 "$work/err")"
+        fi
+    elif [[ -n ${STUBSTRIP_REQUIRE_TOOLS-} ]]; then
+        fail "shellcheck $name" "shellcheck is not installed"
+    else
+        pass "bash -n $name (no shellcheck here)"
+    fi
+done
+for py in tests/nixpkgs/drv_compare.py bench/nixpkgs_hook_bench.py; do
+    if python3 -m py_compile "$repo/$py" 2>"$work/err"; then
+        pass "python3 compiles $py"
+    else
+        fail "python3 compiles $py" "$(tail -3 "$work/err")"
+    fi
+done
+if skipped=$(env -u NIXPKGS bash "$repo/tests/nixpkgs/run.sh" 2>&1) && [[ $skipped == "tests/nixpkgs: skipped: NIXPKGS is not set"* ]]; then
+    pass "tests/nixpkgs/run.sh without NIXPKGS: $skipped"
+else
+    fail "tests/nixpkgs/run.sh without NIXPKGS says it skipped" "$skipped"
+fi
+
 # --- c. real builds in the local store ---------------------------------------
 if [[ -z $havePrebuilt ]]; then
     finish

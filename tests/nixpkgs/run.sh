@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The suite against a real nixpkgs tree (./README.md): runs only when NIXPKGS names one.
 #
-#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build]    (both by default)
+#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust]    (eval and build by default)
 #
 #   eval   with Nix 2.26 (./setup.sh): `nix flake check --no-build` on x86_64-linux and
 #          aarch64-linux with the tree as the flake's nixpkgs input, and the drv comparison of
@@ -9,6 +9,9 @@
 #   build  with Nix 2.8 and nixpkgs' native stdenv (./builds.nix): buildRedist's cuda_cudart and
 #          cuda_nvml_dev from fake sources, the consumer matrix, each output checked here; and
 #          the same C consumer without nix/upstream, which must fail its installCheck
+#   rust   (only when named) the real buildRustPackage building nix/upstream's
+#          pkgs/by-name/st/stubstrip from this checkout, its check phase running the whole Rust
+#          test suite (./rust.nix)
 # Binaries: $STUBSTRIP_PREBUILT_DIR, else target/release (built with cargo when missing).
 # Prints PASS/FAIL lines and "N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
@@ -97,6 +100,33 @@ if want eval; then
     fi
 fi
 
+# --- rust --------------------------------------------------------------------------------------
+if want rust; then
+    # The crates of Cargo.lock, vendored on the host by cargo (crates.io is reachable through
+    # cargo; a Nix fetcher is not), once per lock file.
+    vendor=${STUBSTRIP_TOOLS:-/work/tools}/stubstrip-vendor/$(sha256sum "$repo/Cargo.lock" | cut -c1-16)
+    if [[ ! -f $vendor/Cargo.lock ]]; then
+        rm -rf "$vendor"
+        (cd "$repo" && cargo vendor --locked --versioned-dirs "$vendor") >"$work/vendor.log" 2>&1 &&
+            cp "$repo/Cargo.lock" "$vendor/"
+    fi
+    start=$SECONDS
+    if [[ -f $vendor/Cargo.lock ]] && out=$(nix-build "${nixOpts[@]}" --no-out-link "$here/rust.nix" --arg vendor "$vendor" \
+        --argstr toolchain "$(rustc --print sysroot)" 2>"$work/rust.err"); then
+        drv=$(nix-store -qd "$out")
+        tests=$(nix-store -l "$drv" | sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+        failedTests=$(nix-store -l "$drv" | grep -c '^test result: FAILED')
+        if [[ -x $out/bin/stubstrip && -x $out/bin/elfpatch && ${tests:-0} -gt 0 && $failedTests == 0 ]] &&
+            nix-store -l "$drv" | grep -q 'cargoCheckHook flags: .*--workspace'; then
+            pass "buildRustPackage builds pkgs/by-name/st/stubstrip and its checkPhase runs cargo test --workspace: $tests tests passed ($((SECONDS - start)) s)"
+        else
+            fail "buildRustPackage's check phase" "tests=$tests failed=$failedTests $(ls "$out/bin")"
+        fi
+    else
+        fail "buildRustPackage builds pkgs/by-name/st/stubstrip with its tests" "$(grep -m5 -i 'error\|FAILED\|panicked' "$work/rust.err" "$work/vendor.log" 2>/dev/null)"
+    fi
+fi
+
 # --- build -------------------------------------------------------------------------------------
 if ! want build; then
     finish
@@ -136,7 +166,7 @@ if cudart=$(build -A cuda.cuda_cudart 2>"$work/cudart.err") && nvml=$(build -A c
     if [[ -L $cudart/lib/stubs/libcuda.so.1 && -f $cudart/lib/stubs/libcuda.so && ! -e $cudart/stubs ]]; then
         pass "cuda_cudart is single-output, its stub in out/lib/stubs with the libcuda.so.1 link"
     else
-        fail "cuda_cudart layout" "$(ls -R "$cudart" | head -20)"
+        fail "cuda_cudart layout" "$(find "$cudart" | head -20)"
     fi
     script=$hook/nix-support/setup-hook
     if ! grep -q '@stubstrip@\|@driverLink@' "$script" && grep -q '/nix/store/[a-z0-9]*-stubstrip-[^/]*/bin/stubstrip' "$script" &&
@@ -175,6 +205,7 @@ gcc -shared -fPIC -Wl,-soname,libnvidia-ml.so.1 -o "$driverDir/libnvidia-ml.so.1
 # Runs "$@" with the fake driver at the driver link, in a mount namespace of its own (/run is a
 # private tmpfs there; the machine's /run is not touched).
 withDriver() {
+    # shellcheck disable=SC2016 # expanded by the inner bash
     unshare -m bash -c 'mount -t tmpfs none /run && mkdir -p /run/opengl-driver/lib &&
         cp "$0"/* /run/opengl-driver/lib/ && exec "$@"' "$driverDir" "$@"
 }

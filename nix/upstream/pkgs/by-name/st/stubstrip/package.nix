@@ -29,6 +29,11 @@ rustPlatform.buildRustPackage (finalAttrs: {
   # binaries are installed and every crate's tests run.
   cargoTestFlags = [ "--workspace" ];
 
+  # The tests link C programs with the compiler on PATH (nixpkgs' cc wrapper) and compare the
+  # RUNPATH they asked for with the file's: stdenv's own `-rpath $out/lib` would add an entry. No
+  # installed file needs $out/lib in its RUNPATH.
+  env.NIX_NO_SELF_RPATH = true;
+
   nativeCheckInputs = [
     gcc
     patchelf
