@@ -123,7 +123,8 @@ if want rust; then
             fail "buildRustPackage's check phase" "tests=$tests failed=$failedTests $(ls "$out/bin")"
         fi
     else
-        fail "buildRustPackage builds pkgs/by-name/st/stubstrip with its tests" "$(grep -m5 -i 'error\|FAILED\|panicked' "$work/rust.err" "$work/vendor.log" 2>/dev/null)"
+        fail "buildRustPackage builds pkgs/by-name/st/stubstrip with its tests" "$(sed 's/\x1b\[[0-9;]*m//g' "$work/rust.err" |
+            grep -E -m6 "panicked at|^test result: FAILED|^error" || tail -5 "$work/vendor.log" 2>/dev/null)"
     fi
 fi
 
