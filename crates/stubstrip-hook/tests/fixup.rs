@@ -370,11 +370,18 @@ fn ambiguous(o: &Out) -> PathBuf {
         "int lib_fn(void);\nint main(void) { return lib_fn() - 1; }\n",
         &[
             "-Wl,--enable-new-dtags",
-            &format!("-Wl,-rpath,{0}/a:{0}/b:{1}", o.out.display(), o.stub),
+            // $ORIGIN-relative, so that the only finding is the ambiguity (SS002) even when the
+            // fixtures lie inside a build directory, as in a Nix build's checkPhase, where an
+            // absolute entry there is an SS003 error.
+            &format!("-Wl,-rpath,$ORIGIN/../a:$ORIGIN/../b:{}", o.stub),
             a.to_str().unwrap(),
         ],
     )
 }
+
+/// The real driver link for the audit tests: the fixtures' own one lies in the test's temporary
+/// directory, which in a Nix build's checkPhase is inside `$NIX_BUILD_TOP` (an SS003 error).
+const DRIVER: [&str; 2] = ["--driver-link", "/run/opengl-driver/lib"];
 
 #[test]
 fn the_audit_level_decides_what_fails() {
@@ -385,7 +392,7 @@ fn the_audit_level_decides_what_fails() {
     ambiguous(&o);
     // Off unless asked (an empty value is off too).
     for args in [&[][..], &["--audit", ""][..]] {
-        let r = fixup(&o, "", args, &[&o.out]);
+        let r = fixup(&o, "", &[args, &DRIVER].concat(), &[&o.out]);
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
         assert!(
             !r.stderr.contains("SS002") && !r.stdout.contains("audit"),
@@ -394,7 +401,7 @@ fn the_audit_level_decides_what_fails() {
     }
     // At "error" (also what any other non-empty value means) the warning passes, with a log line.
     for level in ["error", "1"] {
-        let r = fixup(&o, "", &["--audit", level], &[&o.out]);
+        let r = fixup(&o, "", &["--audit", level, DRIVER[0], DRIVER[1]], &[&o.out]);
         assert_eq!(r.code, 0, "{level}: {}", r.stderr);
         assert!(
             r.stdout
@@ -404,7 +411,12 @@ fn the_audit_level_decides_what_fails() {
         );
     }
     // At "warning" it fails the run, after the fix, and replies nothing.
-    let r = fixup(&o, "", &["--audit", "warning"], &[&o.out]);
+    let r = fixup(
+        &o,
+        "",
+        &["--audit", "warning", DRIVER[0], DRIVER[1]],
+        &[&o.out],
+    );
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     assert!(r.stderr.contains("SS002"), "{}", r.stderr);
