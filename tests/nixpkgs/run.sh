@@ -114,10 +114,12 @@ if want rust; then
     if [[ -f $vendor/Cargo.lock ]] && out=$(nix-build "${nixOpts[@]}" --no-out-link "$here/rust.nix" --arg vendor "$vendor" \
         --argstr toolchain "$(rustc --print sysroot)" 2>"$work/rust.err"); then
         drv=$(nix-store -qd "$out")
-        tests=$(nix-store -l "$drv" | sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
-        failedTests=$(nix-store -l "$drv" | grep -c '^test result: FAILED')
+        # cargo colours its summary lines in a build's log (no terminal tells it not to).
+        log=$(nix-store -l "$drv" 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g; s/\x1b(B//g')
+        tests=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' <<<"$log" | awk '{ s += $1 } END { print s + 0 }')
+        failedTests=$(grep -c '^test result: FAILED' <<<"$log")
         if [[ -x $out/bin/stubstrip && -x $out/bin/elfpatch && ${tests:-0} -gt 0 && $failedTests == 0 ]] &&
-            nix-store -l "$drv" | grep -q 'cargoCheckHook flags: .*--workspace'; then
+            grep -q 'cargoCheckHook flags: .*--workspace' <<<"$log"; then
             pass "buildRustPackage builds pkgs/by-name/st/stubstrip and its checkPhase runs cargo test --workspace: $tests tests passed ($((SECONDS - start)) s)"
         else
             fail "buildRustPackage's check phase" "tests=$tests failed=$failedTests $(ls "$out/bin")"
