@@ -200,18 +200,84 @@ impl Elf {
         Elf::read(&prefetched)
     }
 
-    /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that holds it in the file.
+    /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that maps it from the
+    /// file: its file part (`p_filesz`) or the tail of its last page ([`Elf::mapped_tail`]).
     pub fn vaddr_to_offset(&self, vaddr: u64, len: u64) -> Option<u64> {
         self.loads()
             .find(|p| p.contains_vaddr(vaddr, len))
+            .or_else(|| {
+                self.mapped_loads()
+                    .find(|(p, tail)| with_tail(p, *tail).contains_vaddr(vaddr, len))
+                    .map(|(p, _)| p)
+            })
             .map(|p| p.p_offset + (vaddr - p.p_vaddr))
     }
 
-    /// Maps a file offset to a virtual address through the `PT_LOAD` whose file range holds it.
+    /// Maps a file offset to a virtual address through the `PT_LOAD` that maps it from the file
+    /// (its file part, or the tail of its last page).
     pub fn offset_to_vaddr(&self, offset: u64, len: u64) -> Option<u64> {
         self.loads()
             .find(|p| p.contains_offset(offset, len))
+            .or_else(|| {
+                self.mapped_loads()
+                    .find(|(p, tail)| with_tail(p, *tail).contains_offset(offset, len))
+                    .map(|(p, _)| p)
+            })
             .map(|p| p.p_vaddr + (offset - p.p_offset))
+    }
+
+    /// Each `PT_LOAD` with the number of bytes past its `p_filesz` that the loader maps from the
+    /// file too ([`Elf::mapped_tail`]).
+    pub fn mapped_loads(&self) -> impl Iterator<Item = (&Phdr, u64)> {
+        self.loads().map(|p| (p, self.mapped_tail(p)))
+    }
+
+    /// How many file bytes past `p_filesz` the loader maps, unchanged, for the `PT_LOAD` `p`: the
+    /// rest of its last page, at the smallest page size the machine runs with
+    /// ([`min_page_size`]).
+    ///
+    /// The kernel (`binfmt_elf`, for a program) and glibc (`_dl_map_segments`, for everything it
+    /// loads) map whole pages: `[p_vaddr & -page, (p_vaddr + p_filesz + page - 1) & -page)` from
+    /// the file offset `p_offset & -page`. When `p_memsz > p_filesz` both zero what follows
+    /// `p_filesz` in that page (the kernel to the page's end, glibc up to `p_memsz`), so those
+    /// bytes are not the file's: no tail then. Otherwise the tail holds the file's bytes at every
+    /// page size from the smallest up, as long as
+    /// - `p_offset ≡ p_vaddr` modulo that page (else no loader maps the segment at all);
+    /// - the bytes exist: the tail stops at the end of the file (past it a page reads as zeros);
+    /// - no other `PT_LOAD` maps the same page with other contents: one whose page range
+    ///   overlaps the tail ends it where that segment starts when both map the file with the same
+    ///   bias (the same bytes), and leaves none otherwise.
+    pub fn mapped_tail(&self, p: &Phdr) -> u64 {
+        let page = min_page_size(self.machine());
+        let bias = |q: &Phdr| q.p_vaddr.wrapping_sub(q.p_offset);
+        if p.p_type != elf::PT_LOAD
+            || p.p_filesz == 0
+            || p.p_memsz != p.p_filesz
+            || bias(p) % page != 0
+        {
+            return 0;
+        }
+        let Some(end) = p.p_vaddr.checked_add(p.p_filesz) else {
+            return 0;
+        };
+        let Some(page_end) = end.checked_next_multiple_of(page) else {
+            return 0;
+        };
+        let mut tail = (page_end - end).min(self.file_len.saturating_sub(p.offset_end()));
+        for q in self.loads() {
+            if q.p_memsz == 0 || tail == 0 {
+                continue;
+            }
+            let q_lo = q.p_vaddr - q.p_vaddr % page;
+            if q_lo < end + tail && q.vaddr_end() > end {
+                tail = if bias(q) == bias(p) {
+                    tail.min(q.p_vaddr.saturating_sub(end))
+                } else {
+                    0
+                };
+            }
+        }
+        tail
     }
 
     /// The `PT_LOAD` program headers, in table order.
@@ -328,6 +394,26 @@ impl Elf {
             }
         }
         Ok(())
+    }
+}
+
+/// `p` with its file part grown by `tail` bytes (what the loader maps from the file, with
+/// [`Elf::mapped_tail`]).
+pub(crate) fn with_tail(p: &Phdr, tail: u64) -> Phdr {
+    Phdr {
+        p_filesz: p.p_filesz + tail,
+        ..*p
+    }
+}
+
+/// The smallest page size Linux runs `machine` with: 8 KiB on sparc64 and alpha, 4 KiB on every
+/// other architecture (x86, arm, aarch64, ppc, s390, riscv, mips, loongarch also run with 16 or
+/// 64 KiB pages, which map a superset). What the loader maps at this size it maps at every size a
+/// file of that machine may meet.
+pub fn min_page_size(machine: u16) -> u64 {
+    match machine {
+        elf::EM_SPARCV9 | elf::EM_ALPHA => 8192,
+        _ => 4096,
     }
 }
 
@@ -630,7 +716,7 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
     let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
         return Err(Error::malformed(
             d.offset,
-            format!("DT_STRTAB {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD"),
+            format!("DT_STRTAB {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
         ));
     };
     let bytes = read_range(src, offset, size, "dynamic string table")?;
