@@ -156,9 +156,8 @@ impl Elf {
         let file_len = src.len();
         let (format, ehdr) = read_format(src)?;
         let header = format.decode_header(&ehdr);
-        if header.e_version != 1 && header.ident[6] != 1 {
-            return Err(Error::malformed(6, "unknown ELF version"));
-        }
+        // No version check: the kernel looks at neither EI_VERSION nor e_version, and glibc
+        // checks them only in the libraries it maps itself, not in the program.
         let (sections, phnum) = read_sections(src, format, &header)?;
         let phdrs = read_phdrs(src, format, &header, phnum)?;
         let mut elf = Elf {
@@ -351,6 +350,12 @@ impl Elf {
         self.dynamic.as_ref().and_then(|d| d.get(elf::DT_FLAGS_1))
     }
 
+    /// Whether `e_shoff` names a section header table that cannot be read (see `read_sections`):
+    /// the file is then read as one without section headers.
+    pub fn section_headers_unusable(&self) -> bool {
+        self.header.e_shoff != 0 && self.sections.is_empty()
+    }
+
     /// The section with this index.
     pub fn section(&self, index: usize) -> Option<&Section> {
         self.sections.get(index)
@@ -486,21 +491,42 @@ fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
 
 /// Reads the section headers and returns them with the real program header count (which lives in
 /// section 0's `sh_info` when `e_phnum` is `PN_XNUM`).
+///
+/// No loader reads section headers, so a table that cannot be read (an entry size that is not the
+/// class's, a table or name table past the end of the file, a count that overflows) is no reason
+/// to refuse the file: it is read as a file without section headers
+/// ([`Elf::section_headers_unusable`]). Only `PN_XNUM` needs section 0, and no loader supports
+/// that (the kernel reads at most 64 KiB of program headers, glibc takes `e_phnum` as it is).
 fn read_sections<S: Source + ?Sized>(
     src: &S,
     f: Format,
     h: &Header,
 ) -> Result<(Vec<Section>, usize)> {
-    let mut phnum = usize::from(h.e_phnum);
+    let xnum = || {
+        Error::malformed(
+            0,
+            "e_phnum is PN_XNUM but there is no readable section 0 to hold the count",
+        )
+    };
     if h.e_shoff == 0 {
         if h.e_phnum == elf::PN_XNUM {
-            return Err(Error::malformed(
-                0,
-                "e_phnum is PN_XNUM but there are no section headers",
-            ));
+            return Err(xnum());
         }
-        return Ok((Vec::new(), phnum));
+        return Ok((Vec::new(), usize::from(h.e_phnum)));
     }
+    match read_section_table(src, f, h) {
+        Ok(found) => Ok(found),
+        Err(_) if h.e_phnum != elf::PN_XNUM => Ok((Vec::new(), usize::from(h.e_phnum))),
+        Err(_) => Err(xnum()),
+    }
+}
+
+fn read_section_table<S: Source + ?Sized>(
+    src: &S,
+    f: Format,
+    h: &Header,
+) -> Result<(Vec<Section>, usize)> {
+    let mut phnum = usize::from(h.e_phnum);
     if usize::from(h.e_shentsize) != f.shdr_size() {
         return Err(Error::malformed(
             0,
@@ -543,10 +569,11 @@ fn read_sections<S: Source + ?Sized>(
     if shdrs.is_empty() {
         shdrs.push(sh0);
     }
+    // Names only help to recognize sections: a name table that cannot be read leaves them empty.
     let names = if shstrndx != 0 && (shstrndx as usize) < shdrs.len() {
         let s = shdrs[shstrndx as usize];
         if s.sh_type == elf::SHT_STRTAB && s.sh_size <= 16 << 20 {
-            read_range(src, s.sh_offset, s.sh_size, "section name string table")?
+            read_range(src, s.sh_offset, s.sh_size, "section name string table").unwrap_or_default()
         } else {
             Vec::new()
         }

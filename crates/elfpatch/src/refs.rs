@@ -399,7 +399,7 @@ fn read_verneed<S: Source + ?Sized>(
     if e.vaddr_to_offset(vaddr, size) != Some(start) {
         return Err(Error::malformed(
             start,
-            "version need records extend past their segment",
+            "version need records extend past what their segment maps from the file",
         ));
     }
     Ok((

@@ -626,6 +626,11 @@ impl<'p, 'a> Builder<'p, 'a> {
                     .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
             });
         let mut header = e.header.clone();
+        if e.section_headers_unusable() {
+            // A table nobody could read: once data is appended where it may claim to be, tools
+            // would read that data as section headers. The file has none.
+            (header.e_shoff, header.e_shnum, header.e_shstrndx) = (0, 0, 0);
+        }
         let table_moved = matches!(mode, Mode::New(Room::MoveTable));
         match mode {
             Mode::Extend(i) => {
