@@ -100,7 +100,11 @@ pub fn check(e: &Elf) -> Vec<Issue> {
                         p.p_type, p.p_offset
                     ));
                 }
+                // MIPS keeps .dynamic read-only (its loader writes through DT_MIPS_RLD_MAP
+                // instead), and says so in PT_DYNAMIC's flags.
+                let mips_read_only = e.machine() == elf::EM_MIPS && p.p_flags & elf::PF_W == 0;
                 if p.p_type == elf::PT_DYNAMIC
+                    && !mips_read_only
                     && !mapped.iter().any(|l| {
                         l.contains_offset(p.p_offset, p.p_filesz) && l.p_flags & elf::PF_W != 0
                     })

@@ -788,3 +788,60 @@ fn a_string_table_in_a_zeroed_tail_is_refused_as_the_loader_fails_on_it() {
     }
     assert!(seen > 0, "no toolchain gave a file to cut");
 }
+
+/// When a growing edit moves the tables after the program header table to make room for one more
+/// header, bytes between them that nothing describes (padding; in files patchelf rewrote, old
+/// string tables it left there) are zeroed, not copied: old strings must not survive an edit.
+#[test]
+fn bytes_nothing_describes_do_not_travel_with_a_moved_block() {
+    let tc = &toolchains()[0];
+    let b = build(tc, &[]);
+    let mut bytes = fs::read(&b.prog).unwrap();
+    let e = elfpatch::Elf::parse(&bytes).unwrap();
+    let table_end = e.header.e_phoff as usize + e.phdrs.len() * e.format.phdr_size();
+    // The first gap of at least 4 bytes between two sections after the program header table.
+    let mut secs: Vec<_> = e
+        .sections
+        .iter()
+        .filter(|s| s.shdr.sh_offset as usize >= table_end && s.shdr.sh_type != 8)
+        .map(|s| {
+            (
+                s.shdr.sh_offset as usize,
+                (s.shdr.sh_offset + s.shdr.sh_size) as usize,
+            )
+        })
+        .collect();
+    secs.sort();
+    let Some(gap) = secs
+        .windows(2)
+        .find(|w| w[1].0 >= w[0].1 + 4)
+        .map(|w| w[0].1)
+    else {
+        eprintln!("NOTICE: {}: no gap between the first sections", tc.name);
+        return;
+    };
+    let marker = b"Zq!~";
+    bytes[gap..gap + 4].copy_from_slice(marker);
+    let p = b.fx.path("prog.marked");
+    fs::write(&p, &bytes).unwrap();
+    fs::set_permissions(&p, fs::metadata(&b.prog).unwrap().permissions()).unwrap();
+    let out = elfpatch()
+        .arg("--set-rpath")
+        .arg(long_dir(&b.fx.path("n"), 600))
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&p).unwrap();
+    let moved = elfpatch::Elf::parse(&after).unwrap().loads().count() > e.loads().count();
+    assert!(moved, "no segment was added");
+    assert!(
+        !after.windows(4).any(|w| w == marker),
+        "{}: bytes nothing describes travelled with the block",
+        tc.name
+    );
+}

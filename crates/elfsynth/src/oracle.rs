@@ -1171,7 +1171,9 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
         {
             None => v.push(format!("{what} (phdr {i}) is not inside a PT_LOAD")),
             Some((_, l)) => {
-                if x.p_type == k::PT_DYNAMIC && l.p_flags & k::PF_W == 0 {
+                // MIPS keeps .dynamic read-only, and says so in PT_DYNAMIC's flags.
+                let mips_read_only = h.e_machine == k::EM_MIPS && x.p_flags & k::PF_W == 0;
+                if x.p_type == k::PT_DYNAMIC && l.p_flags & k::PF_W == 0 && !mips_read_only {
                     v.push(format!(
                         "PT_DYNAMIC (phdr {i}) is inside a read-only PT_LOAD"
                     ));

@@ -4,6 +4,7 @@
 use object::elf;
 
 use super::build::{is_address_tag, is_movable_pointer_tag, is_read_only_table_type};
+use super::strings::{self, Range};
 use super::{checked_align_up, Planner};
 use crate::error::{Error, Result};
 use crate::refs::Region;
@@ -366,6 +367,19 @@ impl Planner<'_> {
             end,
             align: align.min(4096),
         }))
+    }
+
+    /// The parts of `[start, end)` that something the file describes occupies (a section, a
+    /// segment other than `PT_LOAD`, a table `.dynamic` points to), merged; the rest is padding or
+    /// bytes nothing refers to.
+    pub(super) fn described(&self, start: u64, end: u64) -> Vec<Range> {
+        let mut v: Vec<Range> = self
+            .occupants(start)
+            .iter()
+            .filter(|o| o.start < end && start < o.end)
+            .map(|o| (o.start.max(start), o.end.min(end)))
+            .collect();
+        strings::merge(&mut v)
     }
 
     /// What occupies the file after the program header table: sections when there are section
