@@ -94,18 +94,26 @@ def intermediate_problem(seq, path):
 
 
 def sweep_file(task):
+    """Both round trips on one file, for every editor.  By default on copies in a directory of
+    their own; with opts["beside"] (wheels.py) the original is the baseline and the copies are
+    hidden files next to it, so that libraries found through $ORIGIN are found from the copies
+    too."""
     path, idx, workdir, eds, opts = task
-    d = os.path.join(workdir, "f%06d" % idx)
+    beside = opts.get("beside", False)
+    d = os.path.dirname(path) if beside else os.path.join(workdir, "f%06d" % idx)
     name = os.path.basename(path)
     res = {"file": path, "size": os.path.getsize(path), "results": {}}
-    try:
-        os.makedirs(os.path.join(d, "orig"))
-        orig = os.path.join(d, "orig", name)
-        shutil.copy2(path, orig)
-    except OSError as e:
-        res["error"] = "cannot copy: %s" % e
-        shutil.rmtree(d, ignore_errors=True)
-        return res
+    if beside:
+        orig = path
+    else:
+        try:
+            os.makedirs(os.path.join(d, "orig"))
+            orig = os.path.join(d, "orig", name)
+            shutil.copy2(path, orig)
+        except OSError as e:
+            res["error"] = "cannot copy: %s" % e
+            shutil.rmtree(d, ignore_errors=True)
+            return res
     try:
         elf = elfmini.read(orig)
         res["type"] = elf.type_name
@@ -125,7 +133,7 @@ def sweep_file(task):
         ok, _ = common.loads(orig)
         loaded0 = ok
         res["loads_before"] = ok
-    if has_interp and opts["load"]:
+    if (has_interp or (opts.get("resolve_all") and elf is not None and elf.e_type == 3)) and opts["load"]:
         ok, lines = common.resolves(orig)
         resolved0 = lines if ok else None
         res["resolves_before"] = ok
@@ -134,10 +142,20 @@ def sweep_file(task):
         for seq in SEQS:
             r = {}
             res["results"].setdefault(ed_name, {})[seq] = r
-            sd = os.path.join(d, "%s-%s" % (ed_name, seq))
-            os.makedirs(sd)
-            target = os.path.join(sd, name)
+            if beside:
+                sd = None
+                target = os.path.join(d, ".stubstrip-%06d-%s-%s-%s" % (idx, ed_name, seq, name))
+            else:
+                sd = os.path.join(d, "%s-%s" % (ed_name, seq))
+                os.makedirs(sd)
+                target = os.path.join(sd, name)
             shutil.copy2(orig, target)
+
+            def drop():
+                if sd is None:
+                    os.unlink(target)
+                else:
+                    shutil.rmtree(sd, ignore_errors=True)
             steps = seq_steps(seq, elf)
             r["commands"] = [" ".join(s) for s in steps]
             bad = None
@@ -159,7 +177,7 @@ def sweep_file(task):
             if bad:
                 r["status"], r["reason"] = bad
                 if not (opts["keep"] and bad[0] in ("BROKEN", "LOST")):
-                    shutil.rmtree(sd, ignore_errors=True)
+                    drop()
                 continue
             probs = []
             try:
@@ -198,10 +216,10 @@ def sweep_file(task):
             else:
                 r["status"] = "PASS"
             if not (opts["keep"] and probs):
-                shutil.rmtree(sd, ignore_errors=True)
+                drop()
             else:
                 r["kept"] = target
-    if not opts["keep"]:
+    if not opts["keep"] and not beside:
         shutil.rmtree(d, ignore_errors=True)
     return res
 
