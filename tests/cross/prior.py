@@ -32,6 +32,7 @@ import concurrent.futures as cf
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -163,7 +164,8 @@ def rewrite(task: dict):
                expect_lines=task.get("expect_lines", []))
     b = run.baseline(inp)
     if "error" in b:
-        res.update(status="broken", reason=b["error"])
+        # Runs but unreadable to our reader: not patchelf's failure, and must be looked at.
+        res.update(status="unreadable" if b.get("ran") else "broken", reason=b["error"])
         return res
     res.update(status="ok", path=out_path, baseline=b)
     return res
@@ -386,6 +388,9 @@ def main(argv=None):
     if args.lenient_elflint and totals["broken_elflint_only"]:
         log("--lenient-elflint: %d cases broken only by eu-elflint (W) do not fail the run"
             % totals["broken_elflint_only"])
+    if totals["rewrites_unreadable"]:
+        log("FAILED: %d rewrites run but our reader cannot read them" % totals["rewrites_unreadable"])
+        rc = 1
     if broken or totals["lost"] or totals["failed"]:
         log("FAILED: elfpatch/stubstrip have %d broken, %d lost, %d failed cases"
             % (broken, totals["lost"], totals["failed"]))
@@ -402,7 +407,8 @@ def main(argv=None):
 def report(priors, rewrites, results, pops, log):
     log("")
     log("=== patchelf's rewrites (before elfpatch): ok = the rewritten file runs")
-    log("%-16s %-11s %6s %6s %8s %7s" % ("editor", "rewrite", "files", "ok", "refused", "broken"))
+    log("%-16s %-11s %6s %6s %8s %7s %10s" % ("editor", "rewrite", "files", "ok", "refused", "broken",
+                                              "unreadable"))
     by = defaultdict(Counter)
     for r in rewrites:
         by[(r["prior"], r["pop"])][r["status"]] += 1
@@ -410,8 +416,12 @@ def report(priors, rewrites, results, pops, log):
         for pop in pops:
             c = by[(name, pop)]
             if sum(c.values()):
-                log("%-16s %-11s %6d %6d %8d %7d" % (name, pop, sum(c.values()), c["ok"], c["refused"],
-                                                    c["broken"]))
+                log("%-16s %-11s %6d %6d %8d %7d %10d" % (name, pop, sum(c.values()), c["ok"], c["refused"],
+                                                         c["broken"], c["unreadable"]))
+    unreadable = [r for r in rewrites if r["status"] == "unreadable"]
+    for r in unreadable:
+        log("UNREADABLE %s %s %s/%s/%s.%s: %s" % (r["prior"], r["pop"], r["arch"], r["variant"], r["kind"],
+                                                  r["copy"], r["reason"]))
     prior_broken = [r for r in rewrites if r["status"] == "broken"]
     if prior_broken:
         log("")
@@ -477,6 +487,7 @@ def report(priors, rewrites, results, pops, log):
             log("%5d  %s" % (n, msg))
     elflint_only = sum(1 for r in results if r["status"] == "BROKEN" and r.get("broken_by") == ["elflint"])
     totals = {"rewrites": len(rewrites), "rewrites_ok": sum(r["status"] == "ok" for r in rewrites),
+              "rewrites_unreadable": sum(r["status"] == "unreadable" for r in rewrites),
               "broken_elflint_only": elflint_only,
               "rewrites_refused": sum(r["status"] == "refused" for r in rewrites),
               "rewrites_broken": sum(r["status"] == "broken" for r in rewrites),
@@ -484,16 +495,18 @@ def report(priors, rewrites, results, pops, log):
               "lost": tot["LOST"], "failed": tot["FAIL"]}
     log("")
     log("totals: %(rewrites)d rewrites (%(rewrites_ok)d run, %(rewrites_refused)d refused by patchelf, "
-        "%(rewrites_broken)d broken by patchelf); %(cases)d cases on them: %(passed)d passed, "
+        "%(rewrites_broken)d broken by patchelf, %(rewrites_unreadable)d run but unreadable); "
+        "%(cases)d cases on them: %(passed)d passed, "
         "%(refused)d refused, %(broken)d broken (%(broken_elflint_only)d of them W: eu-elflint only), "
         "%(lost)d lost, %(failed)d failed" % totals)
     return totals
 
 
 def reason_kind(reason: str) -> str:
-    """A reason with the run's details cut, for grouping."""
-    r = reason.split(": ", 1)
-    return clip(r[0] + (": " + r[1][:90] if len(r) > 1 else ""), 140)
+    """A reason with the run's details (paths, addresses) blanked, for grouping."""
+    r = re.sub(r"/tmp/\S+", "FILE", reason)
+    r = re.sub(r"0x[0-9a-fA-F]+", "#", r)
+    return clip(r, 140)
 
 
 if __name__ == "__main__":
