@@ -15,7 +15,6 @@ only on programs.  See README.md beside this file.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as cf
 import json
 import os
 import shutil
@@ -96,18 +95,9 @@ def main(argv=None):
         print(s, flush=True)
 
     t_start = time.monotonic()
-    eds, problems = common.editors.resolve_editors(args.editor, args.patchelf, args.elfpatch, log=log)
-    for p in problems:
-        log("EDITOR UNAVAILABLE: %s" % p)
-    if not eds:
-        return 2
-    for n, p, v in eds:
-        log("editor %s: %s (%s)" % (n, p, v))
-    if not common.ELFLINT:
-        log("NOTE: eu-elflint not installed (apt-get install elfutils): that check is skipped")
-        if os.environ.get("STUBSTRIP_REQUIRE_TOOLS") == "1":
-            log("FAILED: STUBSTRIP_REQUIRE_TOOLS=1 and eu-elflint is missing")
-            return 1
+    eds, rc = sweep.editors_or_exit(args, log)
+    if rc is not None:
+        return rc
 
     root = args.dir or tempfile.mkdtemp(prefix="stubstrip-wheels-")
     wheels = args.wheels or (WHEELS + ([] if args.no_cuda else CUDA_WHEELS))
@@ -129,25 +119,7 @@ def main(argv=None):
     opts = {"elflint": bool(common.ELFLINT), "load": True, "keep": args.keep, "timeout": args.timeout,
             "beside": True, "resolve_all": True}
     tasks = [(f, i, root, [(n, p) for n, p, _ in eds], opts) for i, f in enumerate(files)]
-    results = []
-    t0 = time.monotonic()
-    with cf.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for i, r in enumerate(pool.map(sweep.sweep_file, tasks, chunksize=1)):
-            results.append(r)
-            if (i + 1) % 50 == 0:
-                log("  %d/%d files, %.0fs" % (i + 1, len(files), time.monotonic() - t0))
-    sweep_s = time.monotonic() - t0
-    base = Counter()
-    for r in results:
-        base["dynamic"] += bool(r.get("dynamic"))
-        base["loads_before"] += bool(r.get("loads_before"))
-        base["resolves_before"] += bool(r.get("resolves_before"))
-        base["reader_error"] += "reader_error" in r
-    log("")
-    log("files: %d swept in %.0fs (%d jobs); %d with PT_DYNAMIC, %d loaded with dlopen before editing,"
-        " %d resolved with ld.so --list before editing, %d our reader could not parse"
-        % (len(results), sweep_s, args.jobs, base["dynamic"], base["loads_before"], base["resolves_before"],
-           base["reader_error"]))
+    results, base = sweep.run_and_report_baselines(tasks, args.jobs, log, every=50)
     not_loading = [r["file"] for r in results if r.get("dynamic") and r.get("loads_before") is False]
     if not_loading:
         log("did not load before editing (their load check is left out): %s"
@@ -167,18 +139,7 @@ def main(argv=None):
         log("wrote %s" % args.json)
     if not args.dir and not args.keep:
         shutil.rmtree(root, ignore_errors=True)
-    rc = 0
-    if "elfpatch" in summary:
-        t = summary["elfpatch"]["totals"]
-        broken = t["broken"] - (t["broken_elflint_only"] if args.lenient_elflint else 0)
-        if args.lenient_elflint and t["broken_elflint_only"]:
-            log("--lenient-elflint: %d elfpatch round trips broken only by eu-elflint do not fail the run"
-                % t["broken_elflint_only"])
-        if broken or t["lost"] or t["failed"]:
-            log("FAILED: elfpatch has %d broken, %d lost, %d failed round trips"
-                % (broken, t["lost"], t["failed"]))
-            rc = 1
-    return rc
+    return sweep.elfpatch_status(summary, args.lenient_elflint, log)
 
 
 if __name__ == "__main__":
