@@ -72,9 +72,22 @@ suite_hook() { tests/hook/run.sh; }
 suite_nix() { tests/nix/run.sh; }
 suite_package() { tests/package/run.sh; }
 suite_cross() { tests/cross/run.sh --editor both --require-all --json "${TMPDIR:-/tmp}/stubstrip-cross.json"; }
+# Files patchelf rewrote first (tests/cross/README.md, prior.py): nixpkgs' 0.15.2 and 0.17.2 (which
+# leaves tables in the mapped tail of a page), four architectures (both byte orders, 32 and 64 bits),
+# GNU ld and mold; every release on every architecture and variant is the longer run.
+suite_cross_prior() {
+  python3 tests/cross/prior.py --prior 0.15.2,0.17.2 --arch x86_64 --arch aarch64 --arch ppc64 --arch mips \
+    --variant default --variant mold --require-all --lenient-elflint
+}
 suite_sweep() {
   python3 tests/sweep/sweep.py --editor both --limit "$SWEEP_LIMIT" &&
     python3 tests/sweep/differential.py --limit "$SWEEP_LIMIT"
+}
+# Real files auditwheel's patchelf rewrote: the pinned wheels from PyPI (tests/sweep/README.md),
+# without NVIDIA's (700 MB), a sample of WHEELS_LIMIT files.
+: "${WHEELS_LIMIT:=40}"
+suite_wheels() {
+  python3 tests/sweep/wheels.py --editor elfpatch --no-cuda --limit "$WHEELS_LIMIT" --lenient-elflint
 }
 suite_demo() { bash examples/demo.sh; }
 suite_bench_smoke() {
@@ -83,7 +96,7 @@ suite_bench_smoke() {
     python3 bench/tree_bench.py --small --repeat 1
 }
 
-all=(rust hook nix package cross sweep demo bench_smoke)
+all=(rust hook nix package cross cross_prior sweep wheels demo bench_smoke)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

@@ -206,6 +206,15 @@ fn synth_specs() -> Vec<(String, Spec)> {
                 ..base.clone()
             },
         ));
+        // The first segment stops short of its last tables, which stay in the rest of its last
+        // page: mapped by the loader (patchelf 0.17.2 leaves non-PIE programs so).
+        out.push((
+            format!("{name}-page-tail"),
+            Spec {
+                tail_bytes: 0x1000,
+                ..base.clone()
+            },
+        ));
         out.push((
             format!("{name}-slack-null"),
             Spec {

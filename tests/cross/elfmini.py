@@ -25,6 +25,8 @@ ET_NAMES = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
 PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
 
 EM_MIPS = 8
+# The smallest page size Linux runs each machine with, where it is not 4 KiB (sparc64, alpha).
+MIN_PAGE_SIZE = {43: 8192, 0x9026: 8192}
 
 DT_NAMES = {
     0: "NULL", 1: "NEEDED", 2: "PLTRELSZ", 3: "PLTGOT", 4: "HASH", 5: "STRTAB",
@@ -182,11 +184,32 @@ class Elf:
         return self.data[off:end]
 
     # -- segments ----------------------------------------------------------
+    def mapped_filesz(self, p) -> int:
+        """How many bytes from p_offset the loader maps from the file for PT_LOAD p: p_filesz,
+        plus the rest of the last page (at the machine's smallest page size) when nothing
+        zeroes it (p_memsz == p_filesz), the file has those bytes, and no other PT_LOAD maps
+        that page from elsewhere in the file.  Both glibc and the kernel map whole pages."""
+        page = MIN_PAGE_SIZE.get(self.e_machine, 4096)
+        filesz = p["filesz"]
+        if (p["type"] != PT_LOAD or filesz == 0 or p["memsz"] != filesz
+                or (p["vaddr"] - p["offset"]) % page):
+            return filesz
+        end = p["vaddr"] + filesz
+        tail = min((-end) % page, max(0, len(self.data) - (p["offset"] + filesz)))
+        for q in self.phdrs:
+            if q is p or q["type"] != PT_LOAD or q["memsz"] == 0 or tail == 0:
+                continue
+            q_lo = q["vaddr"] - q["vaddr"] % page
+            if q_lo < end + tail and q["vaddr"] + q["memsz"] > end:
+                same_bias = q["vaddr"] - q["offset"] == p["vaddr"] - p["offset"]
+                tail = min(tail, max(0, q["vaddr"] - end)) if same_bias else 0
+        return filesz + tail
+
     def vaddr_to_offset(self, vaddr: int) -> int:
         for p in self.phdrs:
-            if p["type"] == PT_LOAD and p["vaddr"] <= vaddr < p["vaddr"] + p["filesz"]:
+            if p["type"] == PT_LOAD and p["vaddr"] <= vaddr < p["vaddr"] + self.mapped_filesz(p):
                 return p["offset"] + (vaddr - p["vaddr"])
-        raise ElfError("address 0x%x not in any PT_LOAD's file image" % vaddr)
+        raise ElfError("address 0x%x not in what any PT_LOAD maps from the file" % vaddr)
 
     def segment(self, ptype: int):
         for p in self.phdrs:
@@ -378,7 +401,7 @@ def layout_problems(elf: Elf) -> set:
 
     def covering(vaddr, size, file_image=True):
         for p in loads:
-            lim = p["filesz"] if file_image else p["memsz"]
+            lim = elf.mapped_filesz(p) if file_image else p["memsz"]
             if p["vaddr"] <= vaddr and vaddr + size <= p["vaddr"] + lim:
                 return p
         return None
@@ -393,7 +416,10 @@ def layout_problems(elf: Elf) -> set:
             continue
         if p["offset"] - seg["offset"] != p["vaddr"] - seg["vaddr"]:
             probs.add("%s file offset disagrees with its PT_LOAD's mapping" % kind)
-        if kind == "PT_DYNAMIC" and not seg["flags"] & PF_W:
+        # MIPS keeps .dynamic read-only (its loader writes through DT_MIPS_RLD_MAP instead) and
+        # says so in PT_DYNAMIC's flags.
+        mips_read_only = elf.e_machine == EM_MIPS and not p["flags"] & PF_W
+        if kind == "PT_DYNAMIC" and not seg["flags"] & PF_W and not mips_read_only:
             probs.add("PT_DYNAMIC in a read-only PT_LOAD")
     for i, sh in enumerate(elf.shdrs):
         if not sh["flags"] & SHF_ALLOC or sh["size"] == 0 or sh["flags"] & SHF_TLS:

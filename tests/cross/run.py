@@ -33,7 +33,7 @@ import editors  # noqa: E402
 import elfmini  # noqa: E402
 
 SRC = os.path.join(HERE, "src")
-BUILD_SCHEME = "4"
+BUILD_SCHEME = "5"
 ELFLINT = shutil.which("eu-elflint")  # set by main() before the worker pool forks  # bump when the way inputs are built changes
 
 
@@ -97,7 +97,10 @@ DEBIAN_ARCH = {"x86_64": "amd64", "i686": "i386", "aarch64": "arm64", "armhf": "
                "mips": "mips"}
 
 ORIG_DIR = "stubstrip-orig-runpath"
-ORIG_RUNPATH = "$ORIGIN/" + ORIG_DIR
+# The second entry is a build directory left behind, as a Nix build leaves them: it does not
+# exist, so `patchelf --shrink-rpath` (prior.py) has something to remove.
+BUILD_DIR_ENTRY = "/build/stubstrip-cross/lib"
+ORIG_RUNPATH = "$ORIGIN/" + ORIG_DIR + ":" + BUILD_DIR_ENTRY
 # GNU ld merges "libdep.so" (the NEEDED) into the tail of this RUNPATH: an
 # editor that rewrites the RUNPATH in place must not clobber the NEEDED.
 TAILSHARE_RUNPATH = ORIG_RUNPATH + ":$ORIGIN/missing-dir/libdep.so"
@@ -260,7 +263,7 @@ def toolchain_key(arch: Arch) -> str:
 
 
 def build_common(arch_name: str, adir: str):
-    """libdep2.so and libextra.so, default linker."""
+    """libdep2.so, libextra.so and libprior.so (for prior.py), default linker."""
     arch = ARCH_BY_NAME[arch_name]
     d = os.path.join(adir, "common")
     stamp = os.path.join(d, "ok")
@@ -273,6 +276,8 @@ def build_common(arch_name: str, adir: str):
          os.path.join(SRC, "dep2.c")],
         [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libextra.so"),
          "-Wl,-soname,libextra.so", os.path.join(SRC, "extra.c")],
+        [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libprior.so"),
+         "-Wl,-soname,libprior.so", os.path.join(SRC, "prior.c")],
     ]
     for cmd in steps:
         rc, out, err = sh(cmd)
@@ -430,7 +435,7 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         target = os.path.join(orig, "libdep.so")
         shutil.copy2(os.path.join(cache_variant, "main-pie"), prog)
         exp.update(dep="DEP1", obj=target)
-        if op == "print":
+        if op in ("print", "fix"):
             return target, prog, [], exp
         assert op == "set-soname", op
         exp["readelf"] = ["Library soname: [%s]" % LONG_SONAME]
@@ -477,7 +482,8 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         steps = [["--set-interpreter", new_interp]]
         exp.update(dep="DEP1", obj=new_interp, interp=new_interp,
                    readelf=["[Requesting program interpreter: %s]" % new_interp])
-    elif op == "print":
+    elif op in ("print", "fix"):
+        # "fix": prior.py's `stubstrip fix` cases, which bring their own steps and expectations.
         os.makedirs(orig)
         shutil.copy2(lib, os.path.join(orig, "libdep.so"))
         steps = []
@@ -561,6 +567,25 @@ def semantic_problems(before: elfmini.Elf, after: elfmini.Elf, op: str, exp: dic
     return probs
 
 
+def occurrences(data: bytes, s: bytes):
+    out = []
+    i = data.find(s)
+    while i >= 0:
+        out.append(i)
+        i = data.find(s, i + 1)
+    return out
+
+
+def leftovers(elf: elfmini.Elf, s: bytes):
+    """Offsets of s in the file outside its live string table: copies an earlier editor left."""
+    try:
+        st = elf.strtab()
+    except elfmini.ElfError:
+        st = None
+    lo, hi = (st[0], st[0] + st[1]) if st else (0, 0)
+    return {o for o in occurrences(elf.data, s) if not lo <= o < hi}
+
+
 def fmt_entries(c: Counter):
     out = []
     for (k, v), n in sorted(c.items(), key=lambda kv: str(kv[0])):
@@ -597,18 +622,21 @@ def baseline(inp: dict):
     arch = ARCH_BY_NAME[inp["arch"]]
     path = inp["path"]
     res = {"key": inp["key"]}
+    reader_error = None
     try:
         elf = elfmini.read(path)
         res["layout"] = sorted(elfmini.layout_problems(elf))
         elf.dynamic()
         res["interp"] = elf.interp()
     except elfmini.ElfError as e:
-        res["error"] = "own ELF reader: %s" % e
-        return res
+        # Still run it: a file the loader runs and our reader cannot read is news.
+        reader_error = "own ELF reader: %s" % e
     _, res["readelf"] = readelf_check(path)
     res["elflint"] = elflint_messages(path)
     casedir = os.path.join(inp["workdir"], "baseline", inp["key"].replace("/", "_"))
     os.makedirs(os.path.join(casedir, ORIG_DIR))
+    for extra in inp.get("extra_libs", []):
+        shutil.copy2(extra, os.path.join(casedir, ORIG_DIR))
     if inp["kind"] == "lib":
         shutil.copy2(path, os.path.join(casedir, ORIG_DIR, "libdep.so"))
         prog = os.path.join(casedir, "prog")
@@ -620,8 +648,15 @@ def baseline(inp: dict):
         shutil.copy2(path, prog)
     rc, out, err = run_program(arch, prog, casedir)
     ran, objs, _ = program_outcome(out)
-    if rc != 0 or ran != "STUBSTRIP-RAN dep=DEP1":
+    res["ran"] = rc == 0 and ran == "STUBSTRIP-RAN dep=DEP1"
+    if reader_error:
+        res["error"] = "%s (the loader %s it)" % (reader_error, "runs" if res["ran"] else "does not run")
+    elif rc != 0 or ran != "STUBSTRIP-RAN dep=DEP1":
         res["error"] = "unedited input does not run (exit %d): %s" % (rc, clip(err or out, 300))
+    else:
+        missing = [line for line in inp.get("expect_lines", []) if line not in out.splitlines()]
+        if missing:
+            res["error"] = "unedited input runs without printing %s: %s" % (missing, clip(out, 300))
     shutil.rmtree(casedir, ignore_errors=True)
     return res
 
@@ -637,6 +672,14 @@ def run_case(case: dict):
     os.makedirs(casedir)
     target, prog, steps, exp = layout_for(case["op"], case["kind"], casedir, case["cache_variant"],
                                           case["cache_common"], case["interp_src"])
+    # prior.py: libraries an earlier editor added to the input go wherever libdep is looked for,
+    # and cases may bring their own steps and expectations.
+    for extra in case.get("extra_libs", []):
+        for dirpath, _, files in list(os.walk(casedir)):
+            if "libdep.so" in files or "libdep2.so" in files:
+                shutil.copy2(extra, dirpath)
+    steps = case.get("steps", steps)
+    exp.update(case.get("exp", {}))
     shutil.copy2(case["input"], target)
     before = elfmini.read(case["input"])
     probs = []  # (category, message)
@@ -699,11 +742,21 @@ def run_case(case: dict):
         probs += [("layout", "layout: " + p) for p in new_layout]
         res["pt_loads_added"] = (sum(p["type"] == elfmini.PT_LOAD for p in after.phdrs)
                                  - sum(p["type"] == elfmini.PT_LOAD for p in before.phdrs))
-        if "runpath" in exp:
-            # pitfall 17: the old value must not survive anywhere in the file
-            old = (before.dyn_str("RUNPATH") or "").encode()
-            if old and old in after.data:
-                probs.append(("stale", "old RUNPATH string %r still in the file" % old.decode()[:60]))
+        # pitfall 17: the old value must not survive anywhere in the file, except in copies an
+        # earlier editor left behind (prior.py's inputs): bytes no header points to, which no
+        # editor can tell from anything else.
+        gone = list(exp.get("absent", []))
+        if "runpath" in exp and before.dyn_str("RUNPATH"):
+            gone.insert(0, before.dyn_str("RUNPATH"))
+        for g in gone:
+            g = g.encode()
+            left = leftovers(before, g)
+            ours = [o for o in occurrences(after.data, g) if o not in left]
+            if ours:
+                probs.append(("stale", "old string %r still in the file at %s"
+                              % (g.decode()[:60], ", ".join("0x%x" % o for o in ours[:3]))))
+            elif left:
+                res["leftovers"] = res.get("leftovers", 0) + len(left)
     except elfmini.ElfError as e:
         probs.append(("reader", "own ELF reader: %s" % e))
     rout, rwarn = readelf_check(target)

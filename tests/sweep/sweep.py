@@ -94,18 +94,26 @@ def intermediate_problem(seq, path):
 
 
 def sweep_file(task):
+    """Both round trips on one file, for every editor.  By default on copies in a directory of
+    their own; with opts["beside"] (wheels.py) the original is the baseline and the copies are
+    hidden files next to it, so that libraries found through $ORIGIN are found from the copies
+    too."""
     path, idx, workdir, eds, opts = task
-    d = os.path.join(workdir, "f%06d" % idx)
+    beside = opts.get("beside", False)
+    d = os.path.dirname(path) if beside else os.path.join(workdir, "f%06d" % idx)
     name = os.path.basename(path)
     res = {"file": path, "size": os.path.getsize(path), "results": {}}
-    try:
-        os.makedirs(os.path.join(d, "orig"))
-        orig = os.path.join(d, "orig", name)
-        shutil.copy2(path, orig)
-    except OSError as e:
-        res["error"] = "cannot copy: %s" % e
-        shutil.rmtree(d, ignore_errors=True)
-        return res
+    if beside:
+        orig = path
+    else:
+        try:
+            os.makedirs(os.path.join(d, "orig"))
+            orig = os.path.join(d, "orig", name)
+            shutil.copy2(path, orig)
+        except OSError as e:
+            res["error"] = "cannot copy: %s" % e
+            shutil.rmtree(d, ignore_errors=True)
+            return res
     try:
         elf = elfmini.read(orig)
         res["type"] = elf.type_name
@@ -125,7 +133,7 @@ def sweep_file(task):
         ok, _ = common.loads(orig)
         loaded0 = ok
         res["loads_before"] = ok
-    if has_interp and opts["load"]:
+    if (has_interp or (opts.get("resolve_all") and elf is not None and elf.e_type == 3)) and opts["load"]:
         ok, lines = common.resolves(orig)
         resolved0 = lines if ok else None
         res["resolves_before"] = ok
@@ -134,10 +142,20 @@ def sweep_file(task):
         for seq in SEQS:
             r = {}
             res["results"].setdefault(ed_name, {})[seq] = r
-            sd = os.path.join(d, "%s-%s" % (ed_name, seq))
-            os.makedirs(sd)
-            target = os.path.join(sd, name)
+            if beside:
+                sd = None
+                target = os.path.join(d, ".stubstrip-%06d-%s-%s-%s" % (idx, ed_name, seq, name))
+            else:
+                sd = os.path.join(d, "%s-%s" % (ed_name, seq))
+                os.makedirs(sd)
+                target = os.path.join(sd, name)
             shutil.copy2(orig, target)
+
+            def drop():
+                if sd is None:
+                    os.unlink(target)
+                else:
+                    shutil.rmtree(sd, ignore_errors=True)
             steps = seq_steps(seq, elf)
             r["commands"] = [" ".join(s) for s in steps]
             bad = None
@@ -159,7 +177,7 @@ def sweep_file(task):
             if bad:
                 r["status"], r["reason"] = bad
                 if not (opts["keep"] and bad[0] in ("BROKEN", "LOST")):
-                    shutil.rmtree(sd, ignore_errors=True)
+                    drop()
                 continue
             probs = []
             try:
@@ -198,10 +216,10 @@ def sweep_file(task):
             else:
                 r["status"] = "PASS"
             if not (opts["keep"] and probs):
-                shutil.rmtree(sd, ignore_errors=True)
+                drop()
             else:
                 r["kept"] = target
-    if not opts["keep"]:
+    if not opts["keep"] and not beside:
         shutil.rmtree(d, ignore_errors=True)
     return res
 
@@ -286,18 +304,9 @@ def main(argv=None):
         print(s, flush=True)
 
     t_start = time.monotonic()
-    eds, problems = common.editors.resolve_editors(args.editor, args.patchelf, args.elfpatch, log=log)
-    for p in problems:
-        log("EDITOR UNAVAILABLE: %s" % p)
-    if not eds:
-        return 2
-    for n, p, v in eds:
-        log("editor %s: %s (%s)" % (n, p, v))
-    if not common.ELFLINT and not args.no_elflint:
-        log("NOTE: eu-elflint not installed (apt-get install elfutils): that check is skipped")
-        if os.environ.get("STUBSTRIP_REQUIRE_TOOLS") == "1":
-            log("FAILED: STUBSTRIP_REQUIRE_TOOLS=1 and eu-elflint is missing")
-            return 1
+    eds, rc = editors_or_exit(args, log, elflint=not args.no_elflint)
+    if rc is not None:
+        return rc
 
     found = common.find_elf_files(args.roots)
     files = found
@@ -316,27 +325,7 @@ def main(argv=None):
     opts = {"elflint": bool(common.ELFLINT) and not args.no_elflint, "load": not args.no_load,
             "keep": args.keep, "timeout": args.timeout}
     tasks = [(f, i, workdir, [(n, p) for n, p, _ in eds], opts) for i, f in enumerate(files)]
-    results = []
-    t0 = time.monotonic()
-    with cf.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for i, r in enumerate(pool.map(sweep_file, tasks, chunksize=1)):
-            results.append(r)
-            if (i + 1) % 200 == 0:
-                log("  %d/%d files, %.0fs" % (i + 1, len(files), time.monotonic() - t0))
-    sweep_s = time.monotonic() - t0
-
-    copy_errors = [r for r in results if "error" in r]
-    base = Counter()
-    for r in results:
-        base["dynamic"] += bool(r.get("dynamic"))
-        base["loads_before"] += bool(r.get("loads_before"))
-        base["resolves_before"] += bool(r.get("resolves_before"))
-        base["reader_error"] += "reader_error" in r
-    log("")
-    log("files: %d swept in %.0fs (%d jobs); %d with PT_DYNAMIC, %d loaded with dlopen before editing,"
-        " %d resolved with ld.so --list before editing, %d our reader could not parse, %d not copied"
-        % (len(results), sweep_s, args.jobs, base["dynamic"], base["loads_before"], base["resolves_before"],
-           base["reader_error"], len(copy_errors)))
+    results, base = run_and_report_baselines(tasks, args.jobs, log, every=200)
     summary = {}
     for n, p, v in eds:
         summary[n] = {"path": p, "version": v, "totals": report(n, p, v, results, log, args.show)}
@@ -352,17 +341,65 @@ def main(argv=None):
         log("wrote %s" % args.json)
     if not args.workdir and not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
-    rc = 0
-    if "elfpatch" in summary:
-        t = summary["elfpatch"]["totals"]
-        broken = t["broken"] - (t["broken_elflint_only"] if args.lenient_elflint else 0)
-        if args.lenient_elflint and t["broken_elflint_only"]:
-            log("--lenient-elflint: %d elfpatch round trips broken only by eu-elflint do not fail the run"
-                % t["broken_elflint_only"])
-        if broken or t["lost"]:
-            log("FAILED: elfpatch has %d broken and %d lost round trips" % (broken, t["lost"]))
-            rc = 1
-    return rc
+    return elfpatch_status(summary, args.lenient_elflint, log)
+
+
+def editors_or_exit(args, log, elflint=True):
+    """The editors asked for, logged; (editors, None), or (None, exit status) when one is missing,
+    or eu-elflint is missing where STUBSTRIP_REQUIRE_TOOLS=1 (CI) says every tool must be there."""
+    eds, problems = common.editors.resolve_editors(args.editor, args.patchelf, args.elfpatch, log=log)
+    for p in problems:
+        log("EDITOR UNAVAILABLE: %s" % p)
+    if not eds:
+        return None, 2
+    for n, p, v in eds:
+        log("editor %s: %s (%s)" % (n, p, v))
+    if not common.ELFLINT and elflint:
+        log("NOTE: eu-elflint not installed (apt-get install elfutils): that check is skipped")
+        if os.environ.get("STUBSTRIP_REQUIRE_TOOLS") == "1":
+            log("FAILED: STUBSTRIP_REQUIRE_TOOLS=1 and eu-elflint is missing")
+            return None, 1
+    return eds, None
+
+
+def run_and_report_baselines(tasks, jobs, log, every):
+    """sweep_file over the tasks in parallel; logs and returns (results, what the unedited files did)."""
+    results = []
+    t0 = time.monotonic()
+    with cf.ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for i, r in enumerate(pool.map(sweep_file, tasks, chunksize=1)):
+            results.append(r)
+            if (i + 1) % every == 0:
+                log("  %d/%d files, %.0fs" % (i + 1, len(tasks), time.monotonic() - t0))
+    base = Counter()
+    for r in results:
+        base["dynamic"] += bool(r.get("dynamic"))
+        base["loads_before"] += bool(r.get("loads_before"))
+        base["resolves_before"] += bool(r.get("resolves_before"))
+        base["reader_error"] += "reader_error" in r
+        base["not_copied"] += "error" in r
+    log("")
+    log("files: %d swept in %.0fs (%d jobs); %d with PT_DYNAMIC, %d loaded with dlopen before editing,"
+        " %d resolved with ld.so --list before editing, %d our reader could not parse, %d not copied"
+        % (len(results), time.monotonic() - t0, jobs, base["dynamic"], base["loads_before"],
+           base["resolves_before"], base["reader_error"], base["not_copied"]))
+    return results, base
+
+
+def elfpatch_status(summary, lenient_elflint, log):
+    """Exit status: 1 when elfpatch has a broken or lost round trip (with lenient_elflint, one
+    broken only by new eu-elflint complaints does not count)."""
+    if "elfpatch" not in summary:
+        return 0
+    t = summary["elfpatch"]["totals"]
+    broken = t["broken"] - (t["broken_elflint_only"] if lenient_elflint else 0)
+    if lenient_elflint and t["broken_elflint_only"]:
+        log("--lenient-elflint: %d elfpatch round trips broken only by eu-elflint do not fail the run"
+            % t["broken_elflint_only"])
+    if broken or t["lost"] or t["failed"]:
+        log("FAILED: elfpatch has %d broken, %d lost, %d failed round trips" % (broken, t["lost"], t["failed"]))
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,15 @@
 //!
 //! On disk, [`edit_in_place`] does the same to a file (keeping its inode, mode and owner, never
 //! following a symlink), and [`edit_to`] writes the result to another path.
+//!
+//! # Every file the loader loads
+//!
+//! What elfpatch reads and edits is what the loader maps: a table lying in the rest of a
+//! segment's last page, past `p_filesz`, is the file's as far as the kernel and glibc are
+//! concerned (they map whole pages), and so it is here ([`Elf::mapped_tail`]). Files that other
+//! tools rewrote have such layouts: patchelf 0.17.2 leaves one in every non-PIE program it grows.
+//! [`refusals`] lists every reason elfpatch refuses a file, whether a file the loader loads can
+//! meet it, and the tests that show it.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -40,6 +49,8 @@ pub mod format;
 pub mod plan;
 pub mod read;
 pub mod refs;
+#[doc = include_str!("refusals.md")]
+pub mod refusals {}
 pub mod source;
 pub mod validate;
 

@@ -156,9 +156,8 @@ impl Elf {
         let file_len = src.len();
         let (format, ehdr) = read_format(src)?;
         let header = format.decode_header(&ehdr);
-        if header.e_version != 1 && header.ident[6] != 1 {
-            return Err(Error::malformed(6, "unknown ELF version"));
-        }
+        // No version check: the kernel looks at neither EI_VERSION nor e_version, and glibc
+        // checks them only in the libraries it maps itself, not in the program.
         let (sections, phnum) = read_sections(src, format, &header)?;
         let phdrs = read_phdrs(src, format, &header, phnum)?;
         let mut elf = Elf {
@@ -200,18 +199,84 @@ impl Elf {
         Elf::read(&prefetched)
     }
 
-    /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that holds it in the file.
+    /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that maps it from the
+    /// file: its file part (`p_filesz`) or the tail of its last page ([`Elf::mapped_tail`]).
     pub fn vaddr_to_offset(&self, vaddr: u64, len: u64) -> Option<u64> {
         self.loads()
             .find(|p| p.contains_vaddr(vaddr, len))
+            .or_else(|| {
+                self.mapped_loads()
+                    .find(|(p, tail)| with_tail(p, *tail).contains_vaddr(vaddr, len))
+                    .map(|(p, _)| p)
+            })
             .map(|p| p.p_offset + (vaddr - p.p_vaddr))
     }
 
-    /// Maps a file offset to a virtual address through the `PT_LOAD` whose file range holds it.
+    /// Maps a file offset to a virtual address through the `PT_LOAD` that maps it from the file
+    /// (its file part, or the tail of its last page).
     pub fn offset_to_vaddr(&self, offset: u64, len: u64) -> Option<u64> {
         self.loads()
             .find(|p| p.contains_offset(offset, len))
+            .or_else(|| {
+                self.mapped_loads()
+                    .find(|(p, tail)| with_tail(p, *tail).contains_offset(offset, len))
+                    .map(|(p, _)| p)
+            })
             .map(|p| p.p_vaddr + (offset - p.p_offset))
+    }
+
+    /// Each `PT_LOAD` with the number of bytes past its `p_filesz` that the loader maps from the
+    /// file too ([`Elf::mapped_tail`]).
+    pub fn mapped_loads(&self) -> impl Iterator<Item = (&Phdr, u64)> {
+        self.loads().map(|p| (p, self.mapped_tail(p)))
+    }
+
+    /// How many file bytes past `p_filesz` the loader maps, unchanged, for the `PT_LOAD` `p`: the
+    /// rest of its last page, at the smallest page size the machine runs with
+    /// ([`min_page_size`]).
+    ///
+    /// The kernel (`binfmt_elf`, for a program) and glibc (`_dl_map_segments`, for everything it
+    /// loads) map whole pages: `[p_vaddr & -page, (p_vaddr + p_filesz + page - 1) & -page)` from
+    /// the file offset `p_offset & -page`. When `p_memsz > p_filesz` both zero what follows
+    /// `p_filesz` in that page (the kernel to the page's end, glibc up to `p_memsz`), so those
+    /// bytes are not the file's: no tail then. Otherwise the tail holds the file's bytes at every
+    /// page size from the smallest up, as long as
+    /// - `p_offset ≡ p_vaddr` modulo that page (else no loader maps the segment at all);
+    /// - the bytes exist: the tail stops at the end of the file (past it a page reads as zeros);
+    /// - no other `PT_LOAD` maps the same page with other contents: one whose page range
+    ///   overlaps the tail ends it where that segment starts when both map the file with the same
+    ///   bias (the same bytes), and leaves none otherwise.
+    pub fn mapped_tail(&self, p: &Phdr) -> u64 {
+        let page = min_page_size(self.machine());
+        let bias = |q: &Phdr| q.p_vaddr.wrapping_sub(q.p_offset);
+        if p.p_type != elf::PT_LOAD
+            || p.p_filesz == 0
+            || p.p_memsz != p.p_filesz
+            || bias(p) % page != 0
+        {
+            return 0;
+        }
+        let Some(end) = p.p_vaddr.checked_add(p.p_filesz) else {
+            return 0;
+        };
+        let Some(page_end) = end.checked_next_multiple_of(page) else {
+            return 0;
+        };
+        let mut tail = (page_end - end).min(self.file_len.saturating_sub(p.offset_end()));
+        for q in self.loads() {
+            if q.p_memsz == 0 || tail == 0 {
+                continue;
+            }
+            let q_lo = q.p_vaddr - q.p_vaddr % page;
+            if q_lo < end + tail && q.vaddr_end() > end {
+                tail = if bias(q) == bias(p) {
+                    tail.min(q.p_vaddr.saturating_sub(end))
+                } else {
+                    0
+                };
+            }
+        }
+        tail
     }
 
     /// The `PT_LOAD` program headers, in table order.
@@ -285,6 +350,12 @@ impl Elf {
         self.dynamic.as_ref().and_then(|d| d.get(elf::DT_FLAGS_1))
     }
 
+    /// Whether `e_shoff` names a section header table that cannot be read (see `read_sections`):
+    /// the file is then read as one without section headers.
+    pub fn section_headers_unusable(&self) -> bool {
+        self.header.e_shoff != 0 && self.sections.is_empty()
+    }
+
     /// The section with this index.
     pub fn section(&self, index: usize) -> Option<&Section> {
         self.sections.get(index)
@@ -328,6 +399,26 @@ impl Elf {
             }
         }
         Ok(())
+    }
+}
+
+/// `p` with its file part grown by `tail` bytes (what the loader maps from the file, with
+/// [`Elf::mapped_tail`]).
+pub(crate) fn with_tail(p: &Phdr, tail: u64) -> Phdr {
+    Phdr {
+        p_filesz: p.p_filesz + tail,
+        ..*p
+    }
+}
+
+/// The smallest page size Linux runs `machine` with: 8 KiB on sparc64 and alpha, 4 KiB on every
+/// other architecture (x86, arm, aarch64, ppc, s390, riscv, mips, loongarch also run with 16 or
+/// 64 KiB pages, which map a superset). What the loader maps at this size it maps at every size a
+/// file of that machine may meet.
+pub fn min_page_size(machine: u16) -> u64 {
+    match machine {
+        elf::EM_SPARCV9 | elf::EM_ALPHA => 8192,
+        _ => 4096,
     }
 }
 
@@ -400,21 +491,42 @@ fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
 
 /// Reads the section headers and returns them with the real program header count (which lives in
 /// section 0's `sh_info` when `e_phnum` is `PN_XNUM`).
+///
+/// No loader reads section headers, so a table that cannot be read (an entry size that is not the
+/// class's, a table or name table past the end of the file, a count that overflows) is no reason
+/// to refuse the file: it is read as a file without section headers
+/// ([`Elf::section_headers_unusable`]). Only `PN_XNUM` needs section 0, and no loader supports
+/// that (the kernel reads at most 64 KiB of program headers, glibc takes `e_phnum` as it is).
 fn read_sections<S: Source + ?Sized>(
     src: &S,
     f: Format,
     h: &Header,
 ) -> Result<(Vec<Section>, usize)> {
-    let mut phnum = usize::from(h.e_phnum);
+    let xnum = || {
+        Error::malformed(
+            0,
+            "e_phnum is PN_XNUM but there is no readable section 0 to hold the count",
+        )
+    };
     if h.e_shoff == 0 {
         if h.e_phnum == elf::PN_XNUM {
-            return Err(Error::malformed(
-                0,
-                "e_phnum is PN_XNUM but there are no section headers",
-            ));
+            return Err(xnum());
         }
-        return Ok((Vec::new(), phnum));
+        return Ok((Vec::new(), usize::from(h.e_phnum)));
     }
+    match read_section_table(src, f, h) {
+        Ok(found) => Ok(found),
+        Err(_) if h.e_phnum != elf::PN_XNUM => Ok((Vec::new(), usize::from(h.e_phnum))),
+        Err(_) => Err(xnum()),
+    }
+}
+
+fn read_section_table<S: Source + ?Sized>(
+    src: &S,
+    f: Format,
+    h: &Header,
+) -> Result<(Vec<Section>, usize)> {
+    let mut phnum = usize::from(h.e_phnum);
     if usize::from(h.e_shentsize) != f.shdr_size() {
         return Err(Error::malformed(
             0,
@@ -457,10 +569,11 @@ fn read_sections<S: Source + ?Sized>(
     if shdrs.is_empty() {
         shdrs.push(sh0);
     }
+    // Names only help to recognize sections: a name table that cannot be read leaves them empty.
     let names = if shstrndx != 0 && (shstrndx as usize) < shdrs.len() {
         let s = shdrs[shstrndx as usize];
         if s.sh_type == elf::SHT_STRTAB && s.sh_size <= 16 << 20 {
-            read_range(src, s.sh_offset, s.sh_size, "section name string table")?
+            read_range(src, s.sh_offset, s.sh_size, "section name string table").unwrap_or_default()
         } else {
             Vec::new()
         }
@@ -630,7 +743,7 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
     let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
         return Err(Error::malformed(
             d.offset,
-            format!("DT_STRTAB {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD"),
+            format!("DT_STRTAB {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
         ));
     };
     let bytes = read_range(src, offset, size, "dynamic string table")?;

@@ -120,7 +120,7 @@ impl Tables {
                 None => Err(Error::malformed(
                     d.offset,
                     format!(
-                        "{} {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD",
+                        "{} {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file",
                         crate::read::tag_name(u64::from(tag))
                     ),
                 )),
@@ -149,7 +149,7 @@ impl Tables {
             if t.hash.is_none() {
                 return Err(Error::malformed(
                     r.offset,
-                    "DT_HASH table extends past its segment",
+                    "DT_HASH table extends past what its segment maps from the file",
                 ));
             }
             hash_nchain = Some(nchain);
@@ -184,7 +184,7 @@ impl Tables {
             let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
                 return Err(Error::malformed(
                     d.offset,
-                    format!("DT_SYMTAB {vaddr:#x} (+{size:#x}) is not inside the file part of any PT_LOAD"),
+                    format!("DT_SYMTAB {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
                 ));
             };
             let bytes = read_range(src, offset, size, "dynamic symbol table")?;
@@ -217,7 +217,7 @@ impl Tables {
             let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
                 return Err(Error::malformed(
                     d.offset,
-                    format!("DT_VERSYM {vaddr:#x} is not inside any PT_LOAD"),
+                    format!("DT_VERSYM {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
                 ));
             };
             let bytes = read_range(src, offset, size, "symbol version table")?;
@@ -290,15 +290,16 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
         .and_then(|b| b.checked_add(16))
         .and_then(|b| b.checked_add(nbuckets.checked_mul(4)?))
         .ok_or_else(|| Error::malformed(r.offset, "DT_GNU_HASH sizes overflow"))?;
+    // The table may run on into the tail of its segment's last page: the loader maps it too.
     let seg_end = e
-        .loads()
-        .find(|p| p.contains_vaddr(r.vaddr, 16))
-        .map(|p| p.p_offset + p.p_filesz)
+        .mapped_loads()
+        .find(|(p, tail)| r.vaddr >= p.p_vaddr && r.vaddr - p.p_vaddr + 16 <= p.p_filesz + tail)
+        .map(|(p, tail)| p.p_offset + p.p_filesz + tail)
         .unwrap_or(r.offset);
     if r.offset + fixed > seg_end {
         return Err(Error::malformed(
             r.offset,
-            "DT_GNU_HASH table extends past its segment",
+            "DT_GNU_HASH table extends past what its segment maps from the file",
         ));
     }
     let buckets = read_range(
@@ -322,7 +323,7 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
         if at + 4 > seg_end {
             return Err(Error::malformed(
                 r.offset,
-                "DT_GNU_HASH chain runs past its segment",
+                "DT_GNU_HASH chain runs past what its segment maps from the file",
             ));
         }
         let word = read_range(src, at, 4, "DT_GNU_HASH chain")?;
@@ -346,7 +347,7 @@ fn read_verneed<S: Source + ?Sized>(
     let Some(start) = e.vaddr_to_offset(vaddr, 16) else {
         return Err(Error::malformed(
             0,
-            format!("DT_VERNEED {vaddr:#x} is not inside any PT_LOAD"),
+            format!("DT_VERNEED {vaddr:#x} is not in the bytes any PT_LOAD maps from the file"),
         ));
     };
     let mut out = Vec::new();
@@ -398,7 +399,7 @@ fn read_verneed<S: Source + ?Sized>(
     if e.vaddr_to_offset(vaddr, size) != Some(start) {
         return Err(Error::malformed(
             start,
-            "version need records extend past their segment",
+            "version need records extend past what their segment maps from the file",
         ));
     }
     Ok((
@@ -416,7 +417,7 @@ fn read_verdef<S: Source + ?Sized>(src: &S, e: &Elf, vaddr: u64) -> Result<(Regi
     let Some(start) = e.vaddr_to_offset(vaddr, 20) else {
         return Err(Error::malformed(
             0,
-            format!("DT_VERDEF {vaddr:#x} is not inside any PT_LOAD"),
+            format!("DT_VERDEF {vaddr:#x} is not in the bytes any PT_LOAD maps from the file"),
         ));
     };
     let mut names = Vec::new();

@@ -6,7 +6,7 @@
 
 use object::elf;
 
-use crate::read::Elf;
+use crate::read::{with_tail, Elf};
 
 /// One violated invariant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -67,8 +67,10 @@ pub fn check(e: &Elf) -> Vec<Issue> {
             }
         }
     }
+    // What the loader maps from the file: each segment's file part and the tail of its last page.
+    let mapped: Vec<_> = e.mapped_loads().map(|(p, t)| with_tail(p, t)).collect();
     let in_load = |off: u64, vaddr: u64, len: u64| {
-        loads.iter().any(|p| {
+        mapped.iter().any(|p| {
             p.contains_offset(off, len) && off - p.p_offset == vaddr.wrapping_sub(p.p_vaddr)
         })
     };
@@ -98,8 +100,12 @@ pub fn check(e: &Elf) -> Vec<Issue> {
                         p.p_type, p.p_offset
                     ));
                 }
+                // MIPS keeps .dynamic read-only (its loader writes through DT_MIPS_RLD_MAP
+                // instead), and says so in PT_DYNAMIC's flags.
+                let mips_read_only = e.machine() == elf::EM_MIPS && p.p_flags & elf::PF_W == 0;
                 if p.p_type == elf::PT_DYNAMIC
-                    && !loads.iter().any(|l| {
+                    && !mips_read_only
+                    && !mapped.iter().any(|l| {
                         l.contains_offset(p.p_offset, p.p_filesz) && l.p_flags & elf::PF_W != 0
                     })
                 {

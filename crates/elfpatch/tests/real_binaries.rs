@@ -612,3 +612,236 @@ fn an_edit_that_changes_nothing_writes_nothing() {
     );
     assert_eq!(fs::metadata(&b.prog).unwrap().modified().unwrap(), t0);
 }
+
+/// Cuts the `PT_LOAD` that holds `.dynstr` short so that the table lies partly or wholly in the
+/// rest of the segment's last 4 KiB page, past `p_filesz` (and `p_memsz`; with `zeroed`, `p_memsz`
+/// reaches the page's end instead, so loaders zero that rest): the layout patchelf 0.17.2 leaves
+/// in a non-PIE program it grew. `None` when the segment holds more than one page after
+/// `.dynstr` starts (no cut keeps all of it mapped).
+fn cut_before_dynstr(src: &Path, dst: &Path, zeroed: bool) -> Option<PathBuf> {
+    let mut bytes = fs::read(src).unwrap();
+    let e = elfpatch::Elf::parse(&bytes).unwrap();
+    let st = e.strtab.as_ref().unwrap();
+    let (i, p) = e
+        .phdrs
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.p_type == 1 && p.contains_offset(st.offset, 1))?;
+    let seg_end = p.offset_end();
+    let last_page = (seg_end - 1) / 4096 * 4096;
+    let cut = (st.offset + 8).max(last_page + 1);
+    if p.p_memsz != p.p_filesz || cut >= st.offset + st.bytes.len() as u64 {
+        return None;
+    }
+    let mut q = *p;
+    q.p_filesz = cut - p.p_offset;
+    q.p_memsz = if zeroed {
+        (cut - p.p_offset + p.p_vaddr).next_multiple_of(4096) - p.p_vaddr
+    } else {
+        q.p_filesz
+    };
+    let at = (e.header.e_phoff + (i * e.format.phdr_size()) as u64) as usize;
+    let enc = e.format.encode_phdr(&q);
+    bytes[at..at + enc.len()].copy_from_slice(&enc);
+    fs::write(dst, &bytes).unwrap();
+    fs::set_permissions(dst, fs::metadata(src).unwrap().permissions()).unwrap();
+    Some(dst.to_path_buf())
+}
+
+/// The loader maps whole pages: a string table that runs on past `p_filesz` into the rest of the
+/// segment's last page is read by the loader, so elfpatch reads it and edits it — in place into
+/// those bytes, and by moving it when it grows — and every result still runs.
+#[test]
+fn a_string_table_in_the_mapped_tail_of_a_page_is_read_and_edited() {
+    let mut tried = 0;
+    for tc in &toolchains() {
+        let b = build(tc, &[]);
+        let Some(tail) = cut_before_dynstr(&b.prog, &b.fx.path("prog.tail"), false) else {
+            // A layout this toolchain does not give; not a missing tool.
+            eprintln!(
+                "NOTICE: {}: .dynstr's segment runs on past its page",
+                tc.name
+            );
+            continue;
+        };
+        tried += 1;
+        let (ok, out) = run_program(&tail);
+        assert!(
+            ok && out.contains("DEP:orig"),
+            "{}: the loader does not run the cut file: {out}",
+            tc.name
+        );
+        let e = elfpatch::Elf::parse(&fs::read(&tail).unwrap())
+            .unwrap_or_else(|err| panic!("{}: the cut file is refused: {err}", tc.name));
+        let st = e.strtab.as_ref().unwrap();
+        assert!(
+            !e.loads()
+                .any(|p| p.contains_offset(st.offset, st.bytes.len() as u64)),
+            "{}: .dynstr still inside p_filesz",
+            tc.name
+        );
+
+        // In place, into the tail's bytes: a shorter RUNPATH.
+        fs::create_dir_all(b.fx.path("s")).unwrap();
+        fs::copy(b.lib_dir.join("libdep.so"), b.fx.path("s/libdep.so")).unwrap();
+        let shrunk = copy(&tail, &b.fx.path("prog.tail.shrunk"));
+        edit(&shrunk, &["--set-rpath", "$ORIGIN/s"]);
+        assert_eq!(
+            fs::metadata(&shrunk).unwrap().len(),
+            fs::metadata(&tail).unwrap().len()
+        );
+        let (ok, out) = run_program(&shrunk);
+        assert!(
+            ok && out.contains("DEP:orig"),
+            "{}: shrunk in the tail: {out}",
+            tc.name
+        );
+        assert_no_new_complaints(&tail, &shrunk);
+
+        // Growing: the table moves out of the tail; the old bytes hold no old path.
+        let long = long_dir(&b.fx.path("new"), 300);
+        fs::copy(b.lib_dir.join("libdep.so"), long.join("libdep.so")).unwrap();
+        let grown = copy(&tail, &b.fx.path("prog.tail.grown"));
+        edit(&grown, &["--set-rpath", long.to_str().unwrap()]);
+        let (ok, out) = run_program(&grown);
+        assert!(
+            ok && out.contains("DEP:orig"),
+            "{}: grown from the tail: {out}",
+            tc.name
+        );
+        assert_no_new_complaints(&tail, &grown);
+        let grown_bytes = fs::read(&grown).unwrap();
+        let old = b.lib_dir.to_str().unwrap().as_bytes();
+        assert!(
+            !grown_bytes.windows(old.len()).any(|w| w == old),
+            "{}: old RUNPATH left",
+            tc.name
+        );
+
+        // A new NEEDED and a new interpreter path on top.
+        b.fx.shared_lib(&b.lib_dir, "libextra.so", "libextra.so", EXTRA_SRC, "x");
+        let interp = e
+            .interpreter()
+            .map(|i| String::from_utf8_lossy(i).into_owned());
+        let more = copy(&tail, &b.fx.path("prog.tail.more"));
+        let mut args = vec!["--add-needed".to_string(), "libextra.so".to_string()];
+        if let Some(i) = &interp {
+            args.push("--set-interpreter".into());
+            args.push(format!("{}{}", "/".repeat(200), i.trim_start_matches('/')));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        edit(&more, &args);
+        let (ok, out) = run_program(&more);
+        assert!(
+            ok && out.contains("EXTRA-LOADED") && out.contains("DEP:orig"),
+            "{}: {out}",
+            tc.name
+        );
+        assert_no_new_complaints(&tail, &more);
+    }
+    assert!(tried > 0, "no toolchain gave a file to cut");
+}
+
+/// When the segment has `p_memsz > p_filesz`, loaders zero what follows `p_filesz` (glibc up to
+/// `p_memsz`, making the page writable for it; Linux ≥ 6.7 to the page's end, ignoring the failure
+/// on a read-only page), so a table there is not the file's: glibc's loader fails on such a file,
+/// and elfpatch refuses it and leaves it byte-identical, naming the table.
+#[test]
+fn a_string_table_in_a_zeroed_tail_is_refused_as_the_loader_fails_on_it() {
+    let mut seen = 0;
+    for tc in &toolchains() {
+        let b = build(tc, &[]);
+        let Some(zeroed) = cut_before_dynstr(&b.prog, &b.fx.path("prog.zeroed"), true) else {
+            continue;
+        };
+        seen += 1;
+        // Run through the dynamic loader, which maps the program as glibc maps every library
+        // (the kernel maps a program itself and cannot zero a read-only page).
+        let e = elfpatch::Elf::parse(&fs::read(&b.prog).unwrap()).unwrap();
+        let ld = String::from_utf8_lossy(e.interpreter().unwrap()).into_owned();
+        let out = Command::new(&ld)
+            .arg(&zeroed)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && !text.contains("DEP:orig"),
+            "{}: {ld} ran it: {text}",
+            tc.name
+        );
+        let before = fs::read(&zeroed).unwrap();
+        let o = elfpatch()
+            .args(["--set-rpath", "/x"])
+            .arg(&zeroed)
+            .output()
+            .unwrap();
+        let msg = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{}: edited", tc.name);
+        assert!(
+            msg.contains("DT_STRTAB") && msg.contains("maps from the file"),
+            "{}: {msg}",
+            tc.name
+        );
+        assert_eq!(fs::read(&zeroed).unwrap(), before);
+    }
+    assert!(seen > 0, "no toolchain gave a file to cut");
+}
+
+/// When a growing edit moves the tables after the program header table to make room for one more
+/// header, bytes between them that nothing describes (padding; in files patchelf rewrote, old
+/// string tables it left there) are zeroed, not copied: old strings must not survive an edit.
+#[test]
+fn bytes_nothing_describes_do_not_travel_with_a_moved_block() {
+    let tc = &toolchains()[0];
+    let b = build(tc, &[]);
+    let mut bytes = fs::read(&b.prog).unwrap();
+    let e = elfpatch::Elf::parse(&bytes).unwrap();
+    let table_end = e.header.e_phoff as usize + e.phdrs.len() * e.format.phdr_size();
+    // The first gap of at least 4 bytes between two sections after the program header table.
+    let mut secs: Vec<_> = e
+        .sections
+        .iter()
+        .filter(|s| s.shdr.sh_offset as usize >= table_end && s.shdr.sh_type != 8)
+        .map(|s| {
+            (
+                s.shdr.sh_offset as usize,
+                (s.shdr.sh_offset + s.shdr.sh_size) as usize,
+            )
+        })
+        .collect();
+    secs.sort();
+    let Some(gap) = secs
+        .windows(2)
+        .find(|w| w[1].0 >= w[0].1 + 4)
+        .map(|w| w[0].1)
+    else {
+        eprintln!("NOTICE: {}: no gap between the first sections", tc.name);
+        return;
+    };
+    let marker = b"Zq!~";
+    bytes[gap..gap + 4].copy_from_slice(marker);
+    let p = b.fx.path("prog.marked");
+    fs::write(&p, &bytes).unwrap();
+    fs::set_permissions(&p, fs::metadata(&b.prog).unwrap().permissions()).unwrap();
+    let out = elfpatch()
+        .arg("--set-rpath")
+        .arg(long_dir(&b.fx.path("n"), 600))
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = fs::read(&p).unwrap();
+    let moved = elfpatch::Elf::parse(&after).unwrap().loads().count() > e.loads().count();
+    assert!(moved, "no segment was added");
+    assert!(
+        !after.windows(4).any(|w| w == marker),
+        "{}: bytes nothing describes travelled with the block",
+        tc.name
+    );
+}

@@ -273,11 +273,20 @@ fn random_cases_reach_every_layout_strategy() {
     let mut runner = TestRunner::new(Config::default());
     let (mut in_place, mut extended, mut moved_phdrs, mut moved_block, mut plain_new) =
         (0, 0, 0, 0, 0);
+    let mut from_tail = 0;
     for _ in 0..600 {
         let (spec, batches) = arb_case().new_tree(&mut runner).unwrap().current();
         let mut bytes = elfsynth::build(&spec);
         for batch in &batches {
             let elf = Elf::parse(&bytes).unwrap();
+            // A string table that runs past p_filesz into the mapped rest of its page.
+            let st = elf.strtab.as_ref().unwrap();
+            if !elf
+                .loads()
+                .any(|p| p.contains_offset(st.offset, st.bytes.len() as u64))
+            {
+                from_tail += 1;
+            }
             let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
             let plan = elfpatch::plan(&elf, &tables, batch, &Options::default()).unwrap();
             match &plan.layout {
@@ -302,8 +311,9 @@ fn random_cases_reach_every_layout_strategy() {
             plan.apply_to_vec(&mut bytes, elf.format).unwrap();
         }
     }
-    eprintln!("in place {in_place}, extended {extended}, table moved {moved_phdrs}, block moved {moved_block}, new segment {plain_new}");
+    eprintln!("in place {in_place}, extended {extended}, table moved {moved_phdrs}, block moved {moved_block}, new segment {plain_new}, .dynstr in a page's tail {from_tail}");
     for (name, n) in [
+        (".dynstr in a page's tail", from_tail),
         ("in place", in_place),
         ("extended", extended),
         ("table moved", moved_phdrs),

@@ -430,10 +430,13 @@ fn validate(spec: &Spec) -> Result<(), SpecError> {
             spec.dynsyms.len()
         )));
     }
-    if spec.phdr_slack > 1 << 20 || spec.pt_null_slots > 1000 || spec.spare_dynamic_slots > 1 << 16
+    if spec.phdr_slack > 1 << 20
+        || spec.pt_null_slots > 1000
+        || spec.spare_dynamic_slots > 1 << 16
+        || spec.tail_bytes > 1 << 20
     {
         return Err(SpecError(
-            "phdr_slack, pt_null_slots or spare_dynamic_slots too large".into(),
+            "phdr_slack, pt_null_slots, spare_dynamic_slots or tail_bytes too large".into(),
         ));
     }
     if let Some(s) = &spec.interp {
@@ -767,6 +770,18 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         secs.push(s);
     }
     let end1 = off;
+    // A first PT_LOAD that stops short of its last tables (Spec::tail_bytes): they stay in the
+    // rest of its last 4 KiB page, which the loader maps from the file all the same. The cut
+    // never reaches below that page or into the program header table.
+    let first_filesz = if spec.tail_bytes == 0 {
+        end1
+    } else {
+        let last_page = (end1 - 1) / 0x1000 * 0x1000;
+        end1.saturating_sub(spec.tail_bytes)
+            .max(last_page + 1)
+            .max(phoff + phnum * phentsize)
+            .min(end1)
+    };
     let text_off = align_up(end1, page);
     off = text_off;
     for &id in &text {
@@ -1165,8 +1180,8 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         p_flags: first_flags,
         offset: 0,
         vaddr: base,
-        filesz: end1,
-        memsz: end1,
+        filesz: first_filesz,
+        memsz: first_filesz,
         align: page,
     });
     segs.push(Segment {

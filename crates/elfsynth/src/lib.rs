@@ -297,6 +297,12 @@ pub struct Spec {
     pub with_section_headers: bool,
     /// Whether to emit `.symtab`/`.strtab` (only with section headers).
     pub symtab: bool,
+    /// How many bytes of its last tables (`.dynstr` and what follows it: version tables, or
+    /// more) the first `PT_LOAD` leaves out of its `p_filesz`/`p_memsz`: they stay in the rest
+    /// of the segment's last 4 KiB page, which the loader maps from the file all the same (as
+    /// patchelf 0.17.2 leaves a non-PIE executable it grew). 0: none. The cut stays inside that
+    /// page and after the program header table, so fewer bytes may be left out.
+    pub tail_bytes: u64,
 }
 
 impl Default for Spec {
@@ -343,6 +349,7 @@ impl Default for Spec {
             bss_size: 0x10,
             with_section_headers: true,
             symtab: true,
+            tail_bytes: 0,
         }
     }
 }

@@ -555,17 +555,61 @@ impl Parsed<'_> {
     }
 
     /// File offset of `[vaddr, vaddr + len)` if a `PT_LOAD` maps all of it
-    /// from the file.
+    /// from the file (see [`Parsed::mapped_filesz`]).
     fn map(&self, vaddr: u64, len: u64) -> Option<u64> {
         let end = vaddr.checked_add(len)?;
         self.loads()
             .find(|p| {
                 vaddr >= p.p_vaddr
                     && p.p_vaddr
-                        .checked_add(p.p_filesz)
+                        .checked_add(self.mapped_filesz(p))
                         .is_some_and(|pend| end <= pend)
             })
             .and_then(|p| p.p_offset.checked_add(vaddr - p.p_vaddr))
+    }
+
+    /// How many bytes from `p_offset` the loader maps from the file for the
+    /// `PT_LOAD` `p`. Linux and glibc map whole pages, so this is `p_filesz`
+    /// plus the rest of its last page (at 4 KiB, 8 KiB on sparc64 and alpha:
+    /// the smallest page of the machine, mapped at every larger one too) —
+    /// unless `p_memsz > p_filesz` (that rest is zeroed then), the file ends
+    /// first (only what it holds counts), or another `PT_LOAD`'s pages reach
+    /// into it (then up to where that one starts if it maps the file with the
+    /// same address-offset difference, else nothing).
+    fn mapped_filesz(&self, p: &ProgramHeader) -> u64 {
+        let page: u64 = match self.header.e_machine {
+            43 | 0x9026 => 0x2000,
+            _ => 0x1000,
+        };
+        let delta = p.p_vaddr.wrapping_sub(p.p_offset);
+        if p.p_filesz == 0 || p.p_memsz != p.p_filesz || delta % page != 0 {
+            return p.p_filesz;
+        }
+        let (Some(data_end), Some(file_end)) = (
+            p.p_vaddr.checked_add(p.p_filesz),
+            p.p_offset.checked_add(p.p_filesz),
+        ) else {
+            return p.p_filesz;
+        };
+        let in_file = (self.r.d.len() as u64).saturating_sub(file_end);
+        let mut page_end = match data_end % page {
+            0 => data_end,
+            r => data_end.saturating_add(page - r),
+        };
+        page_end = page_end.min(data_end.saturating_add(in_file));
+        for q in self.loads() {
+            let q_pages = q.p_vaddr / page * page;
+            let q_end = q.p_vaddr.saturating_add(q.p_memsz);
+            if q.p_memsz == 0 || q_end <= data_end || q_pages >= page_end {
+                continue;
+            }
+            page_end = if q.p_vaddr.wrapping_sub(q.p_offset) == delta {
+                page_end.min(q.p_vaddr.max(data_end))
+            } else {
+                data_end
+            };
+        }
+        p.p_filesz + (page_end - data_end)
     }
 
     fn map_slice(&self, vaddr: u64, len: u64, what: &str) -> Res<&[u8]> {
@@ -1000,10 +1044,11 @@ fn overlaps(a: u64, alen: u64, b: u64, blen: u64) -> bool {
     alen > 0 && blen > 0 && a < b.saturating_add(blen) && b < a.saturating_add(alen)
 }
 
-/// Whether `[off, off+len)` / `[addr, addr+len)` lies in `p` with the
-/// segment's offset→address mapping.
-fn in_load_file(p: &ProgramHeader, off: u64, addr: u64, len: u64) -> bool {
-    within(off, len, p.p_offset, p.p_filesz)
+/// Whether `[off, off+len)` / `[addr, addr+len)` lies in what `p` maps from
+/// the file (`mapped` bytes from `p_offset`), with the segment's
+/// offset→address mapping.
+fn in_load_file(p: &ProgramHeader, mapped: u64, off: u64, addr: u64, len: u64) -> bool {
+    within(off, len, p.p_offset, mapped)
         && addr.checked_sub(p.p_vaddr) == off.checked_sub(p.p_offset)
 }
 
@@ -1122,11 +1167,13 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
         };
         match loads
             .iter()
-            .find(|(_, l)| in_load_file(l, x.p_offset, x.p_vaddr, x.p_filesz))
+            .find(|(_, l)| in_load_file(l, p.mapped_filesz(l), x.p_offset, x.p_vaddr, x.p_filesz))
         {
             None => v.push(format!("{what} (phdr {i}) is not inside a PT_LOAD")),
             Some((_, l)) => {
-                if x.p_type == k::PT_DYNAMIC && l.p_flags & k::PF_W == 0 {
+                // MIPS keeps .dynamic read-only, and says so in PT_DYNAMIC's flags.
+                let mips_read_only = h.e_machine == k::EM_MIPS && x.p_flags & k::PF_W == 0;
+                if x.p_type == k::PT_DYNAMIC && l.p_flags & k::PF_W == 0 && !mips_read_only {
                     v.push(format!(
                         "PT_DYNAMIC (phdr {i}) is inside a read-only PT_LOAD"
                     ));
@@ -1233,7 +1280,7 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
                             && s.offset <= l.p_offset.saturating_add(l.p_filesz)
                             && s.addr.checked_sub(l.p_vaddr) == s.offset.checked_sub(l.p_offset)
                     } else {
-                        in_load_file(l, s.offset, s.addr, s.size)
+                        in_load_file(l, p.mapped_filesz(l), s.offset, s.addr, s.size)
                     }
                 })
                 .count();

@@ -92,7 +92,8 @@ fn arb_version_name() -> impl Strategy<Value = String> {
 /// strings (including long and near-empty ones), random tail merging and
 /// `DT_RPATH`/`DT_RUNPATH` sharing, 0..3 spare dynamic slots, 0..200 bytes
 /// of program header slack, 0..2 `PT_NULL`s, every [`AfterPhdrs`] variant,
-/// and small `.text`/`.bss`.
+/// small `.text`/`.bss`, and in a quarter of the specs a first `PT_LOAD` that leaves its last
+/// tables in the mapped tail of its last page ([`Spec::tail_bytes`]).
 pub fn arb_spec() -> impl Strategy<Value = Spec> {
     let target = (
         arb_class(),
@@ -129,13 +130,14 @@ pub fn arb_spec() -> impl Strategy<Value = Spec> {
         0u64..=64,
         any::<bool>(),
         any::<bool>(),
+        prop_oneof![3 => Just(0u64), 1 => 1u64..=0x1000],
     );
     (target, strings, symbols, knobs).prop_map(
         |(
             (class, endian, machine, e_type, page_size, exec_base),
             (interp, needed, soname, rpath, runpath, shared, tail_merge, tail_hint),
             (mut dynsyms, undef, verneed_versions, verdef, hash),
-            (spare, slack, after, pt_phdr, pt_null, text_size, bss_size, shdrs, symtab),
+            (spare, slack, after, pt_phdr, pt_null, text_size, bss_size, shdrs, symtab, tail_bytes),
         )| {
             // An ET_EXEC without an interpreter is a static executable,
             // which must not have a .dynamic (eu-elflint: "static
@@ -216,6 +218,7 @@ pub fn arb_spec() -> impl Strategy<Value = Spec> {
                 bss_size,
                 with_section_headers: shdrs,
                 symtab,
+                tail_bytes,
             }
         },
     )

@@ -341,3 +341,36 @@ fn oracle_never_panics() {
         })
         .unwrap();
 }
+
+/// The rest of a segment's last page is mapped from the file (both loaders map whole pages), so
+/// tables there are inside the segment; once `p_memsz > p_filesz` loaders zero that rest, and
+/// the same tables are outside every segment.
+#[test]
+fn tables_in_a_page_tail_are_mapped_until_the_segment_zeroes_it() {
+    for s in specs() {
+        let spec = Spec {
+            tail_bytes: 0x1000,
+            ..s
+        };
+        // build_and_check: no violation, and the oracle reads every table back.
+        let mut p = Patch::new(&spec);
+        let elf = oracle::read(&p.bytes).unwrap();
+        let first = p.load_index(0);
+        let ph = elf.program_headers[first];
+        let layout = elfsynth::layout(&spec).unwrap();
+        let dynstr = layout.section(".dynstr").unwrap();
+        assert!(
+            dynstr.offset + dynstr.size > ph.p_filesz,
+            ".dynstr is not in the tail"
+        );
+        let memsz_at = p.phdr(first) + if p.is64 { 40 } else { 20 };
+        p.word(memsz_at, ph.p_filesz + 1);
+        let v = check_layout(&p.bytes);
+        assert!(
+            v.iter().any(|m| m.contains("not inside a PT_LOAD")
+                || m.contains("inside 0 PT_LOADs")
+                || m.contains("not mapped from the file")),
+            "zeroed tail still counted as mapped: {v:#?}"
+        );
+    }
+}

@@ -522,6 +522,19 @@ impl<'p, 'a> Builder<'p, 'a> {
                 Phase::Stage,
                 "copy of the sections after the program headers",
             );
+            // Bytes of the block that nothing describes (padding, or what an earlier editor left
+            // there: patchelf leaves old string tables behind) do not travel: nothing can refer
+            // to them at their new address, and old strings must not survive the edit.
+            let described = self.p.described(b.start, b.end);
+            for (lo, hi) in strings::subtract(&[(b.start, b.end)], &described) {
+                self.push(
+                    it.offset + (lo - b.start),
+                    Data::Zero,
+                    hi - lo,
+                    Phase::Stage,
+                    "undescribed bytes in the moved block",
+                );
+            }
             // Stale copies of what moves again on its own: old strings must not linger.
             if copy_strtab && in_block(st.offset) {
                 self.push(
@@ -619,13 +632,23 @@ impl<'p, 'a> Builder<'p, 'a> {
             p.p_paddr = it.vaddr.wrapping_add(shift);
         }
         // Writable when it holds .dynamic, as the segment it came from was (the loader writes
-        // DT_DEBUG there); MIPS keeps .dynamic read-only, and so does the new segment then.
+        // DT_DEBUG there). MIPS keeps .dynamic read-only (its loader writes through
+        // DT_MIPS_RLD_MAP instead), and so does the new segment when PT_DYNAMIC says so, even
+        // if an earlier editor put .dynamic into a writable segment.
+        let mips_read_only_dynamic = e.machine() == elf::EM_MIPS
+            && d.is_some_and(|d| e.phdrs[d.phdr_index].p_flags & elf::PF_W == 0);
         let writable = item(ItemKind::Dynamic).is_some()
+            && !mips_read_only_dynamic
             && d.is_some_and(|d| {
                 e.loads()
                     .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
             });
         let mut header = e.header.clone();
+        if e.section_headers_unusable() {
+            // A table nobody could read: once data is appended where it may claim to be, tools
+            // would read that data as section headers. The file has none.
+            (header.e_shoff, header.e_shnum, header.e_shstrndx) = (0, 0, 0);
+        }
         let table_moved = matches!(mode, Mode::New(Room::MoveTable));
         match mode {
             Mode::Extend(i) => {
@@ -975,8 +998,11 @@ impl BlockMove {
 /// - the new `.dynamic` (at `new_dynamic`) is elsewhere, and no address in the final dynamic
 ///   array other than those tables' points into the segment (`DT_PLTGOT`, init arrays,
 ///   relocation tables, `DT_DEBUG`-style pointers keep it writable);
-/// - the file is not MIPS, whose loader writes through `DT_MIPS_RLD_MAP(_REL)` and GOT entries
-///   that sections need not describe.
+/// - on MIPS, whose loader writes through `DT_MIPS_RLD_MAP(_REL)` and into the GOT, neither
+///   lies in the segment: the GOT from `DT_PLTGOT` over `DT_MIPS_LOCAL_GOTNO + DT_MIPS_SYMTABNO -
+///   DT_MIPS_GOTSYM` words (all three tags present), the debug map where `DT_MIPS_RLD_MAP` or
+///   `DT_MIPS_RLD_MAP_REL` (from its slot in the new array) puts it. patchelf's appended segment
+///   in a grown MIPS library holds neither.
 fn read_only_if_emptied(
     e: &crate::read::Elf,
     phdrs: &mut [Phdr],
@@ -985,8 +1011,45 @@ fn read_only_if_emptied(
     new_dynamic: u64,
     final_dyn: &[Dyn],
 ) {
-    if old.section.is_none() || e.machine() == elf::EM_MIPS {
+    if old.section.is_none() {
         return;
+    }
+    // (start, length) of what the MIPS loader writes; none elsewhere. A MIPS file whose GOT
+    // cannot be told keeps every segment as it is.
+    let mut mips_writes: Vec<(u64, u64)> = Vec::new();
+    if e.machine() == elf::EM_MIPS {
+        let f = e.format;
+        let get = |tag: u32| {
+            final_dyn
+                .iter()
+                .find(|x| x.tag == u64::from(tag))
+                .map(|x| x.val)
+        };
+        let got = match (
+            get(elf::DT_PLTGOT),
+            get(elf::DT_MIPS_LOCAL_GOTNO),
+            get(elf::DT_MIPS_SYMTABNO),
+            get(elf::DT_MIPS_GOTSYM),
+        ) {
+            (Some(at), Some(local), Some(symtabno), Some(gotsym)) => local
+                .checked_add(symtabno.saturating_sub(gotsym))
+                .and_then(|n| n.checked_mul(f.word_size()))
+                .map(|len| (at, len)),
+            _ => None,
+        };
+        let Some(got) = got else {
+            return;
+        };
+        mips_writes.push(got);
+        if let Some(at) = get(elf::DT_MIPS_RLD_MAP) {
+            mips_writes.push((at, f.word_size()));
+        }
+        for (i, x) in final_dyn.iter().enumerate() {
+            if x.tag == u64::from(super::DT_MIPS_RLD_MAP_REL) {
+                let slot = new_dynamic.wrapping_add((i * f.dyn_size()) as u64);
+                mips_writes.push((slot.wrapping_add(x.val) & f.max_addr(), f.word_size()));
+            }
+        }
     }
     let read_only_table = |i: usize, sh: &Shdr| {
         sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
@@ -1015,7 +1078,10 @@ fn read_only_if_emptied(
         let pointed_at = final_dyn
             .iter()
             .any(|x| is_address_tag(x.tag) && !read_only_tag(x.tag) && inside(x.val));
-        if sections_read_only && !pointed_at {
+        let mips_written = mips_writes
+            .iter()
+            .any(|&(a, n)| a < hi && lo < a.saturating_add(n.max(1)));
+        if sections_read_only && !pointed_at && !mips_written {
             p.p_flags &= !elf::PF_W;
         }
     }

@@ -4,6 +4,7 @@
 use object::elf;
 
 use super::build::{is_address_tag, is_movable_pointer_tag, is_read_only_table_type};
+use super::strings::{self, Range};
 use super::{checked_align_up, Planner};
 use crate::error::{Error, Result};
 use crate::refs::Region;
@@ -129,7 +130,9 @@ impl Planner<'_> {
         let at_eof = last.offset_end() == e.file_len;
         let plain =
             last.p_filesz == last.p_memsz && last.p_flags & elf::PF_X == 0 && last.p_filesz > 0;
-        let shdrs_before = e.header.e_shoff == 0 || e.header.e_shoff < last.p_offset;
+        let shdrs_before = e.header.e_shoff == 0
+            || e.section_headers_unusable()
+            || e.header.e_shoff < last.p_offset;
         (highest_offset && at_eof && plain && shdrs_before).then_some(i)
     }
 
@@ -146,6 +149,16 @@ impl Planner<'_> {
             return Err(Error::refused(
                 "the file has no PT_LOAD segment to place data after",
             ));
+        }
+        // A new PT_LOAD declares the largest p_align and is placed congruent modulo it: that must
+        // be an alignment. Edits in place and extensions of the last segment need none.
+        for p in e.loads() {
+            if p.p_align > 1 && (!p.p_align.is_power_of_two() || p.p_align > 1 << 30) {
+                return Err(Error::refused(format!(
+                    "PT_LOAD at {:#x} has p_align {:#x}, not a usable alignment for a new segment",
+                    p.p_vaddr, p.p_align
+                )));
+            }
         }
         let room = self.find_room()?;
         let align = self.placement_align();
@@ -354,6 +367,19 @@ impl Planner<'_> {
             end,
             align: align.min(4096),
         }))
+    }
+
+    /// The parts of `[start, end)` that something the file describes occupies (a section, a
+    /// segment other than `PT_LOAD`, a table `.dynamic` points to), merged; the rest is padding or
+    /// bytes nothing refers to.
+    pub(super) fn described(&self, start: u64, end: u64) -> Vec<Range> {
+        let mut v: Vec<Range> = self
+            .occupants(start)
+            .iter()
+            .filter(|o| o.start < end && start < o.end)
+            .map(|o| (o.start.max(start), o.end.min(end)))
+            .collect();
+        strings::merge(&mut v)
     }
 
     /// What occupies the file after the program header table: sections when there are section

@@ -407,16 +407,8 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn new(elf: &'a Elf, t: &'a Tables, opts: &'a Options) -> Result<Self> {
-        // Appending assumes the loader's view is sane: usable alignments, loadable segments
-        // sorted and disjoint, every section inside the file.
-        for p in elf.loads() {
-            if p.p_align > 1 && (!p.p_align.is_power_of_two() || p.p_align > 1 << 30) {
-                return Err(Error::refused(format!(
-                    "PT_LOAD at {:#x} has p_align {:#x}, not a usable alignment",
-                    p.p_vaddr, p.p_align
-                )));
-            }
-        }
+        // Editing assumes the loader's view is sane: loadable segments sorted and disjoint,
+        // every section inside the file (usable alignments: see `choose_layout`).
         for x in &elf.sections {
             let sh = x.shdr;
             let in_file = sh
