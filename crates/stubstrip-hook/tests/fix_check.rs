@@ -427,10 +427,12 @@ fn check_never_says_passed_about_files_it_could_not_read() {
     let r = stubstrip_run(&["check"], &[&t.out]);
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(!r.stderr.contains("passed"), "{}", r.stderr);
-    for p in &cut {
+    // The first cut ends inside the program header table; the second inside a segment, which
+    // the reader reports as a segment past the end of the file.
+    for (p, what) in cut.iter().zip(["truncated", "inconsistent headers"]) {
         assert!(
             r.stderr
-                .contains(&format!("stubstrip: error: {}: truncated", p.display())),
+                .contains(&format!("stubstrip: error: {}: {what}", p.display())),
             "{}",
             r.stderr
         );
