@@ -273,4 +273,9 @@ else
     fail "negative: a consumer without the overlay fails its runpath check" "$(tail -3 "$work/err")"
 fi
 
+# Issue 14: the consumers of a fixed package (./consumers.sh, ./consumers.nix), in the sandbox.
+# shellcheck source=tests/nix/consumers.sh
+. "$here/consumers.sh"
+consumerTests
+
 finish
