@@ -35,19 +35,9 @@ NAME=consumers
 # shellcheck source=tests/gpu/lib.sh
 . "$HERE/lib.sh"
 
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-[[ -x $nvcc ]] || die "no nvcc"
-find_cuda
 PY=${CONSUMERS_PYTHON:-python3}
 PY=$(command -v "$PY") || die "no python (${CONSUMERS_PYTHON:-python3})"
-
-section "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi unavailable)"
-"$nvcc" --version | tail -n 2
-echo "NVIDIA stub: $stub ($(stat -c %s "$stub") bytes, SONAME $(readelf -d "$stub" | sed -n 's/.*soname: \[\(.*\)\]/\1/p'))"
-echo "driver:      $(readlink -f "$driverDir/libcuda.so.1")"
-echo "python:      $("$PY" --version 2>&1) ($PY)"
-echo "stubstrip:   $("$STUBSTRIP" --version)"
+machine "python:      $("$PY" --version 2>&1) ($PY)"
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-consumers.XXXXXX")
 trap 'rm -rf "$W"' EXIT
@@ -65,11 +55,7 @@ hide() { sed "s|$W|\$W|g; s/^/    | /"; }
 
 ######################################################################
 section "B's files, built with nvcc and gcc against NVIDIA's stub (no RUNPATH, as before fixup)"
-archFlags=(-arch=native)
-if ! "$nvcc" "${archFlags[@]}" -o "$W/probe" -x cu - <<<'int main(){return 0;}' 2>/dev/null; then
-  archFlags=(-gencode "arch=compute_90,code=sm_90" -gencode "arch=compute_90,code=compute_90")
-fi
-echo "arch flags: ${archFlags[*]}"
+nvcc_arch_flags "$W"
 check "nvcc builds libvecadd.so against the stub" \
   "$nvcc" "${archFlags[@]}" -shared -Xcompiler -fPIC -o "$W/build/lib/libvecadd.so" "$HERE/vecadd.cu" -L"$stubDir" -lcuda
 pyInclude=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')

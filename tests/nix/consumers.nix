@@ -86,6 +86,14 @@ let
       dontStubstripPropagateCheckFallback = optOut;
     };
 
+  # What C and D share: the name, the two settings, no source.
+  consumerAttrs = role: tag: settings: {
+    name = "stubstrip-test-consumers-${role}-${tag}-${settingsTag settings}";
+    inherit (settings) strictDeps;
+    __structuredAttrs = settings.structuredAttrs;
+    dontUnpack = true;
+  };
+
   # What answered (34: a stub, 0: the driver) must be what the derivation expects.
   importCheck = ''
     said=$("$TMPDIR/import-check" "$blib/lib/libcudafake.so")
@@ -100,11 +108,8 @@ let
       extra ? { },
     }:
     stdenv.mkDerivation (
-      {
-        name = "stubstrip-test-consumers-c-${tag}-${settingsTag settings}";
-        inherit (settings) strictDeps;
-        __structuredAttrs = settings.structuredAttrs;
-        dontUnpack = true;
+      consumerAttrs "c" tag settings
+      // {
         # No CUDA input of its own: B only, propagated (as `dependencies` of a Python package).
         propagatedBuildInputs = [ b ];
         blib = b;
@@ -143,11 +148,8 @@ let
       extra ? { },
     }:
     stdenv.mkDerivation (
-      {
-        name = "stubstrip-test-consumers-d-${tag}-${settingsTag settings}";
-        inherit (settings) strictDeps;
-        __structuredAttrs = settings.structuredAttrs;
-        dontUnpack = true;
+      consumerAttrs "d" tag settings
+      // {
         buildInputs = [ c ];
         blib = c.blib;
         # The mock has no cc-wrapper: NIX_LDFLAGS goes to the linker as cc-wrapper passes it, and
