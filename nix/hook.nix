@@ -20,10 +20,8 @@ let
       driverLink = "${addDriverRunpath.driverLink}/lib";
       inherit checkHook;
     };
-    passthru = {
-      inherit checkHook;
-      tests = callPackages ./tests { stubstripHook = hook; };
-    };
+    # `checkHook` is an attribute of the hook through its substitution.
+    passthru.tests = callPackages ./tests { stubstripHook = hook; };
     meta = {
       description = "Setup hook replacing CUDA stub RUNPATH entries with the driver link after fixup";
       license = lib.licenses.mit;
