@@ -34,6 +34,11 @@ rustPlatform.buildRustPackage {
 
   # The tests compile small C programs, edit them and inspect the result with
   # readelf, strip, eu-elflint and ldd (from the libc's bin output).
+  # The tests link C programs with the compiler on PATH (nixpkgs' cc wrapper) and compare the
+  # RUNPATH they asked for with the file's: stdenv's own `-rpath $out/lib` would add an entry. No
+  # installed file needs $out/lib in its RUNPATH.
+  env.NIX_NO_SELF_RPATH = true;
+
   nativeCheckInputs = [
     gcc
     patchelf
@@ -41,6 +46,12 @@ rustPlatform.buildRustPackage {
     elfutils
     (lib.getBin stdenv.cc.libc)
   ];
+
+  passthru = {
+    # The setup hook ships with the tool (cudaPackages.removeStubsFromRunpathHook is built from
+    # it, ./upstream); outside the source, so that editing it does not rebuild the package.
+    setupHookScript = ../hooks/stubstrip-hook.sh;
+  };
 
   meta = {
     description = "Replace CUDA stub directories in ELF RUNPATHs with the driver link";

@@ -1,6 +1,7 @@
 # stubstripHook's tests, shared by stubstripHook.passthru.tests and the flake's
 # checks. Each builds a program against a fake libcuda stub (./fake-cuda.nix)
-# whose stubs output propagates the hook exactly as the overlay arranges it.
+# whose stubs output propagates the hook as buildRedist does (one line in its
+# nix-support/propagated-build-inputs, written by ../add-hook-to-stubs.nix).
 {
   lib,
   callPackage,

@@ -33,15 +33,22 @@ let
     );
   sameDrv = a: b: a.drvPath == b.drvPath;
 
-  # Does pkg's postFixup put `hook` first in both propagated files of `output`?
-  propagatesHookFrom =
-    output: hook: pkg:
+  # Does pkg's postFixup write `hook` into nix-support/propagated-build-inputs of its stubs
+  # output, as buildRedist (and, for the legacy layout, ./nix/add-hook-to-stubs.nix) does?
+  propagates =
+    hook: pkg:
     let
       text = pkg.postFixup or "";
     in
-    hasInfix ("for stubstripFile in \"$" + output + "/nix-support\"/propagated-{native-build,build}-inputs; do") text
-    && hasInfix "{ printWords ${hook}; cat \"$stubstripFile\"" text;
-  propagatesHook = propagatesHookFrom "stubs";
+    hasInfix "printWords ${lib.getDev hook} >> " text
+    && hasInfix "/nix-support/propagated-build-inputs" text
+    && !(hasInfix "propagated-native-build-inputs" text);
+  # The set's removeStubsFromRunpathHook is ours: the upstream hook package over stubstrip.
+  isOurHook =
+    hook:
+    hook.name == "removeStubsFromRunpathHook"
+    && hook.stubstrip == "${stubstrip}/bin/stubstrip"
+    && hook.driverLink == "${pkgs.addDriverRunpath.driverLink}/lib";
 
   test = ok: detail: { inherit ok detail; };
 
@@ -140,23 +147,47 @@ in
       && lib.all (n: lib.isDerivation stubstripHook.tests.${n}) names
     ) names;
 
-  overlay-cudart-stubs-propagate-hook =
-    test (propagatesHook pkgs.cudaPackages.stubstripHook pkgs.cudaPackages.cuda_cudart)
+  overlay-replaces-removeStubsFromRunpathHook-by-ours =
+    test (isOurHook pkgs.cudaPackages.removeStubsFromRunpathHook) {
+      inherit (pkgs.cudaPackages.removeStubsFromRunpathHook) name stubstrip driverLink;
+    };
+  overlay-cudart-propagates-our-hook-only-from-propagated-build-inputs =
+    test (propagates pkgs.cudaPackages.removeStubsFromRunpathHook pkgs.cudaPackages.cuda_cudart)
       pkgs.cudaPackages.cuda_cudart.postFixup;
   overlay-reaches-every-cuda-package-set =
     test (
-      propagatesHook pkgs.stubstripHook pkgs.cudaPackages_12_8.cuda_cudart
-      && propagatesHook pkgs.stubstripHook pkgs.cudaPackages_12.cuda_cudart
-    ) pkgs.cudaPackages_12_8.cuda_cudart.name;
+      lib.all (set: isOurHook set.removeStubsFromRunpathHook && propagates set.removeStubsFromRunpathHook set.cuda_cudart) [
+        pkgs.cudaPackages_12_9
+        pkgs.cudaPackages_13_0
+        pkgs.cudaPackages_13
+      ]
+    ) pkgs.cudaPackages_13_0.cuda_cudart.name;
   overlay-every-package-with-stubs =
-    test (propagatesHook pkgs.stubstripHook pkgs.cudaPackages.cuda_nvml_dev)
+    test (propagates pkgs.cudaPackages.removeStubsFromRunpathHook pkgs.cudaPackages.cuda_nvml_dev)
       pkgs.cudaPackages.cuda_nvml_dev.outputs;
-  overlay-flagged-single-output-cudart-propagates-from-out =
-    test (propagatesHookFrom "out" pkgs.stubstripHook pkgs.cudaPackages_13.cuda_cudart)
-      pkgs.cudaPackages_13.cuda_cudart.postFixup;
-  overlay-flagged-package-with-stubs-output =
-    test (propagatesHook pkgs.stubstripHook pkgs.cudaPackages_13.cuda_nvml_dev)
-      pkgs.cudaPackages_13.cuda_nvml_dev.postFixup;
+  mock-cudart-is-single-output-with-cuda-name-prefix =
+    test (
+      pkgs.cudaPackages.cuda_cudart.outputs == [ "out" ]
+      && pkgs.cudaPackages.cuda_cudart.name == "cuda12.9-cuda_cudart-12.9.79"
+      && pkgs.cudaPackages.cuda_cudart.includeRemoveStubsFromRunpathHook
+    ) { inherit (pkgs.cudaPackages.cuda_cudart) name outputs; };
+  # Only the hook and the packages holding stubs change.
+  overlay-changes-only-the-hook-and-stubs-holders =
+    let
+      changed = lib.filter (n: !(sameDrv pkgs.cudaPackages.${n} plain.cudaPackages.${n})) [
+        "removeStubsFromRunpathHook"
+        "cuda_cudart"
+        "cuda_nvml_dev"
+        "cuda_cccl"
+      ];
+    in
+    test (
+      changed == [
+        "removeStubsFromRunpathHook"
+        "cuda_cudart"
+        "cuda_nvml_dev"
+      ]
+    ) changed;
   overlay-leaves-packages-without-stubs-alone =
     test (sameDrv pkgs.cudaPackages.cuda_cccl plain.cudaPackages.cuda_cccl)
       pkgs.cudaPackages.cuda_cccl.drvPath;
@@ -164,8 +195,10 @@ in
     test (pkgs.cudaPackages.cuda_compat == null)
       (builtins.typeOf pkgs.cudaPackages.cuda_compat);
   overlay-uses-build-platform-hook =
-    test (sameDrv pkgs.cudaPackages.stubstripHook pkgs.buildPackages.stubstripHook)
-      pkgs.cudaPackages.stubstripHook.name;
+    test (
+      sameDrv pkgs.cudaPackages.stubstripHook pkgs.buildPackages.stubstripHook
+      && pkgs.cudaPackages.removeStubsFromRunpathHook.stubstrip == lib.getExe pkgs.buildPackages.stubstrip
+    ) pkgs.cudaPackages.stubstripHook.name;
   overlay-opt-out-per-set-via-cuda-extensions =
     test (sameDrv withoutSetHook.cudaPackages.cuda_cudart plain.cudaPackages.cuda_cudart)
       withoutSetHook.cudaPackages.cuda_cudart.drvPath;
@@ -190,8 +223,10 @@ in
     test (sameDrv earlier.cudaPackages.cuda_cudart plain.cudaPackages.cuda_cudart)
       earlier.cudaPackages.cuda_cudart.drvPath;
   overlay-without-cuda-extensions-overrides-cudaPackages =
-    test (propagatesHook legacy.stubstripHook legacy.cudaPackages.cuda_cudart)
-      legacy.cudaPackages.cuda_cudart.name;
+    test (
+      !(legacy.cudaPackages ? removeStubsFromRunpathHook)
+      && propagates legacy.stubstripHook legacy.cudaPackages.cuda_cudart
+    ) legacy.cudaPackages.cuda_cudart.postFixup;
   # Guards the test above: the mock without extensions really ignores _cuda.
   mock-without-cuda-extensions-has-no-_cuda = test (!(legacy ? _cuda)) (builtins.attrNames legacy);
 }

@@ -47,6 +47,14 @@ let
       ;
     inherit (builtins) attrValues concatStringsSep hasAttr listToAttrs toString;
 
+    # lists
+    findFirst =
+      pred: default: list:
+      let
+        found = filter pred list;
+      in
+      if found == [ ] then default else head found;
+
     # trivial
     id = x: x;
     const = x: _: x;

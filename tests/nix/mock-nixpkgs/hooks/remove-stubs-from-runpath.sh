@@ -3,7 +3,7 @@
 # Mock of nixpkgs' cudaPackages.removeStubsFromRunpathHook
 # (pkgs/development/cuda-modules/packages/removeStubsFromRunpathHook/): sourced
 # once, registers from prePhases, then in postFixup replaces the first
-# RUNPATH entry matching *-cuda*/lib/stubs with @driverLinkLib@ (dropping
+# RUNPATH entry matching *-cuda*/stubs or *-cuda*-stubs/lib* (nixpkgs' patterns) with @driverLinkLib@ (dropping
 # further ones) in every ELF file of every output.
 if [[ -n ${removeStubsFromRunpathHookOnce-} ]]; then
     return 0
@@ -16,7 +16,7 @@ removeStubsFromRunpath() {
     IFS=: read -r -a entries <<<"$(patchelf --print-rpath "$file")"
     for entry in ${entries[@]+"${entries[@]}"}; do
         case $entry in
-            *-cuda*/lib/stubs)
+            *-cuda*/stubs | *-cuda*-stubs/lib*)
                 [[ -n $seen ]] || kept+=("@driverLinkLib@")
                 seen=1
                 ;;

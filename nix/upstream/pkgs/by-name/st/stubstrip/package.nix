@@ -1,0 +1,58 @@
+# pkgs/by-name/st/stubstrip/package.nix: the stubstrip workspace, the `stubstrip` CLI that
+# removeStubsFromRunpathHook runs and the patchelf-compatible `elfpatch` CLI. Its check phase runs
+# the whole Rust test suite, which compiles small C programs, edits them and inspects the result.
+{
+  lib,
+  stdenv,
+  rustPlatform,
+  fetchFromGitHub,
+  gcc,
+  patchelf,
+  binutils,
+  elfutils,
+}:
+rustPlatform.buildRustPackage (finalAttrs: {
+  pname = "stubstrip";
+  version = "0.1.0";
+
+  src = fetchFromGitHub {
+    owner = "stubstrip";
+    repo = "stubstrip";
+    tag = "v${finalAttrs.version}";
+    # Filled in when the release is tagged.
+    hash = lib.fakeHash;
+  };
+
+  cargoHash = lib.fakeHash;
+
+  # A virtual workspace: `cargo build` and `cargo test` at its root cover every member, so both
+  # binaries are installed and every crate's tests run.
+  cargoTestFlags = [ "--workspace" ];
+
+  # The tests link C programs with the compiler on PATH (nixpkgs' cc wrapper) and compare the
+  # RUNPATH they asked for with the file's: stdenv's own `-rpath $out/lib` would add an entry. No
+  # installed file needs $out/lib in its RUNPATH.
+  env.NIX_NO_SELF_RPATH = true;
+
+  nativeCheckInputs = [
+    gcc
+    patchelf
+    binutils
+    elfutils
+    (lib.getBin stdenv.cc.libc)
+  ];
+
+  passthru = {
+    # The setup hook ships with the tool, so that the flags it passes are always the ones this
+    # binary takes; cudaPackages.removeStubsFromRunpathHook is built from it.
+    setupHookScript = "${finalAttrs.src}/hooks/stubstrip-hook.sh";
+  };
+
+  meta = {
+    description = "Replace CUDA stub directories in ELF RUNPATHs with the driver link";
+    homepage = "https://github.com/stubstrip/stubstrip";
+    license = lib.licenses.mit;
+    mainProgram = "stubstrip";
+    platforms = lib.platforms.linux;
+  };
+})
