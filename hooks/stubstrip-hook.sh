@@ -25,6 +25,14 @@
 #   dontStubstripCheckFallback  keep the stub directories off LD_LIBRARY_PATH
 #                               (they stay off anyway where the driver link or
 #                               the --compat directory holds a libcuda.so.1)
+#   dontStubstripPropagateCheckFallback
+#                               leave nothing for the packages that depend on
+#                               this one: by default each output with a fixed
+#                               file gets nix-support/stubstrip-check-libs
+#                               (the stub libraries its files need) and
+#                               propagates stubstripCheckHook, which lets the
+#                               consumers link and run their checks
+#                               (hooks/stubstrip-check-hook.sh)
 #
 # For manual use, e.g. after calling `autoPatchelf` by hand:
 #   stubstripFixup PATH...      the same on the given paths (ignores
@@ -44,11 +52,14 @@ fi
 declare -g stubstripHookOnce=1
 
 # makeSetupHook substitutes these; an unsubstituted copy (tests, sourcing by
-# hand) falls back to STUBSTRIP_BIN / STUBSTRIP_DRIVER_LINK.
+# hand) falls back to STUBSTRIP_BIN / STUBSTRIP_DRIVER_LINK /
+# STUBSTRIP_CHECK_HOOK (none: nothing is propagated to the consumers).
 declare -g _stubstripBin='@stubstrip@'
 [[ $_stubstripBin != @* ]] || _stubstripBin=${STUBSTRIP_BIN:-stubstrip}
 declare -g _stubstripDriverLink='@driverLink@'
 [[ $_stubstripDriverLink != @* ]] || _stubstripDriverLink=${STUBSTRIP_DRIVER_LINK:-/run/opengl-driver/lib}
+declare -g _stubstripCheckHook='@checkHook@'
+[[ $_stubstripCheckHook != @* ]] || _stubstripCheckHook=${STUBSTRIP_CHECK_HOOK-}
 
 # The stdenv's nixLog / nixErrorLog where it has them and a log fd, else the
 # same "function: message" shape on stderr.
@@ -66,8 +77,14 @@ stubstripFixup() {
     return 2
   fi
   local -a fixupArgs=(--default-driver-link "$_stubstripDriverLink" --ld-library-path "${LD_LIBRARY_PATH-}")
+  local output
+  local -a outputPaths=()
+  mapfile -t outputPaths < <(_stubstripOutputPaths)
+  for output in ${outputPaths[@]+"${outputPaths[@]}"}; do fixupArgs+=(--output "$output"); done
+  if [[ -n $_stubstripCheckHook ]]; then fixupArgs+=(--propagate-check-hook "$_stubstripCheckHook"); fi
   if [[ -n ${stubstripAudit-} ]]; then fixupArgs+=(--audit "$stubstripAudit"); fi
   if [[ -n ${dontStubstripCheckFallback-} ]]; then fixupArgs+=(--no-check-fallback); fi
+  if [[ -n ${dontStubstripPropagateCheckFallback-} ]]; then fixupArgs+=(--no-propagate-check-fallback); fi
   if declare -F concatTo >/dev/null; then
     concatTo fixupArgs stubstripFlags
   elif [[ $(declare -p stubstripFlags 2>/dev/null) == "declare -a"* ]]; then
@@ -96,14 +113,9 @@ stubstripFixup() {
   done <<<"$reply"
 }
 
-# The postFixupHooks entry: stubstripFixup over every output, in one process.
-stubstripPostFixup() {
-  if [[ -n ${dontStubstrip-} ]]; then
-    "$_stubstripLogFn" "skipped: dontStubstrip is set"
-    return 0
-  fi
+# The paths of the outputs that exist, one per line (store paths hold no whitespace).
+_stubstripOutputPaths() {
   local output outputNames
-  local -a paths=()
   if declare -F getAllOutputNames >/dev/null; then
     outputNames=$(getAllOutputNames)
   elif [[ -n ${__structuredAttrs-} ]]; then
@@ -112,8 +124,18 @@ stubstripPostFixup() {
     outputNames=${outputs:-out}
   fi
   for output in $outputNames; do
-    if [[ -e ${!output-} ]]; then paths+=("${!output}"); fi
+    if [[ -e ${!output-} ]]; then printf '%s\n' "${!output}"; fi
   done
+}
+
+# The postFixupHooks entry: stubstripFixup over every output, in one process.
+stubstripPostFixup() {
+  if [[ -n ${dontStubstrip-} ]]; then
+    "$_stubstripLogFn" "skipped: dontStubstrip is set"
+    return 0
+  fi
+  local -a paths=()
+  mapfile -t paths < <(_stubstripOutputPaths)
   if ((${#paths[@]})); then stubstripFixup "${paths[@]}"; fi
 }
 

@@ -51,6 +51,8 @@ rustPlatform.buildRustPackage {
     # The setup hook ships with the tool (cudaPackages.removeStubsFromRunpathHook is built from
     # it, ./upstream); outside the source, so that editing it does not rebuild the package.
     setupHookScript = ../hooks/stubstrip-hook.sh;
+    # What the outputs the hook fixed propagate to their consumers (hooks/stubstrip-check-hook.sh).
+    checkHookScript = ../hooks/stubstrip-check-hook.sh;
   };
 
   meta = {

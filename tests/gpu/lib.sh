@@ -2,7 +2,8 @@
 # tests/gpu/lib.sh: what tests/gpu/run.sh and tests/gpu/torch.sh share. Source it with NAME set to
 # the script's name (for messages and the log $OUT/gpu-NAME.log).
 #
-# Sets ROOT, STUBSTRIP, ELFPATCH; check/die/section; and, through find_cuda: stub (NVIDIA's stub
+# Sets ROOT, STUBSTRIP, ELFPATCH; check/die/section; machine (nvcc, then find_cuda and the machine
+# section) and nvcc_arch_flags; and, through find_cuda: stub (NVIDIA's stub
 # libcuda.so, CUDA_STUB to choose), driverDir (the directory of the driver's libcuda.so.1, found
 # in LD_LIBRARY_PATH as it was, then the usual places). LD_LIBRARY_PATH is unset afterwards: it is
 # searched before RUNPATH and would hide the problem these scripts show.
@@ -56,6 +57,31 @@ find_cuda() {
     break
   done
   [[ -n $driverDir ]] || die "no directory with the driver's libcuda.so.1"
+}
+
+# nvcc, the stub and the driver (find_cuda), then the "machine" section: GPU, nvcc, stub,
+# driver, stubstrip, and the extra lines given.
+machine() { # [LINE]...
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  [[ -x $nvcc ]] || die "no nvcc"
+  find_cuda
+  section "machine"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi unavailable)"
+  "$nvcc" --version | tail -n 2
+  echo "NVIDIA stub: $stub ($(stat -c %s "$stub") bytes, SONAME $(readelf -d "$stub" | sed -n 's/.*soname: \[\(.*\)\]/\1/p'))"
+  echo "driver:      $(readlink -f "$driverDir/libcuda.so.1")"
+  echo "stubstrip:   $("$STUBSTRIP" --version)"
+  if (($#)); then printf '%s\n' "$@"; fi
+}
+
+# archFlags for nvcc: this GPU's (-arch=native) where nvcc can, else sm_90 (H100/H200). DIR is a
+# scratch directory.
+nvcc_arch_flags() { # DIR
+  archFlags=(-arch=native)
+  if ! "$nvcc" "${archFlags[@]}" -o "$1/probe" -x cu - <<<'int main(){return 0;}' 2>/dev/null; then
+    archFlags=(-gencode "arch=compute_90,code=sm_90" -gencode "arch=compute_90,code=compute_90")
+  fi
+  echo "arch flags: ${archFlags[*]}"
 }
 
 # A directory of links to the driver's libraries, as /run/opengl-driver/lib is on NixOS.

@@ -29,16 +29,8 @@ NAME=run
 ######################################################################
 # What this machine has.
 
-nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-[[ -x $nvcc ]] || die "no nvcc"
-find_cuda
-
-section "machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "(nvidia-smi unavailable)"
-"$nvcc" --version | tail -n 2
-echo "NVIDIA stub: $stub ($(stat -c %s "$stub") bytes, SONAME $(readelf -d "$stub" | sed -n 's/.*soname: \[\(.*\)\]/\1/p'))"
-echo "driver:      $(readlink -f "$driverDir/libcuda.so.1")"
-echo "stubstrip:   $("$STUBSTRIP" --version)"
+# shellcheck disable=SC2119 # no extra lines
+machine
 
 ######################################################################
 # A Nix-store-shaped stubs output with NVIDIA's stub, and a driver link.
@@ -59,11 +51,7 @@ export PATH=$W/tools:$PATH
 # Build.
 
 section "build with nvcc, against NVIDIA's stub"
-archFlags=(-arch=native)
-if ! "$nvcc" "${archFlags[@]}" -o "$W/probe" -x cu - <<<'int main(){return 0;}' 2>/dev/null; then
-  archFlags=(-gencode "arch=compute_90,code=sm_90" -gencode "arch=compute_90,code=compute_90")
-fi
-echo "arch flags: ${archFlags[*]}"
+nvcc_arch_flags "$W"
 buildAll() { # DIR LIBRPATH EXERPATH (empty: no RUNPATH, as a build leaves files before fixup)
   local dir=$1 librp=() exerp=()
   [[ -n $2 ]] && librp=(-Xlinker --enable-new-dtags -Xlinker "-rpath=$2")

@@ -104,6 +104,9 @@ mkHookPkg() { # NAME FILE [SED-ARGS...]
 SSH=$(mkHookPkg stubstrip-hook "$HOOK" -e '')
 APH=$(mkHookPkg auto-patchelf-hook "$HERE/hooks/auto-patchelf-hook.sh" -e '')
 ICH=$(mkHookPkg imports-check-hook "$HERE/hooks/imports-check-hook.sh" -e "s|@importCheck@|$FIX/import-check|g")
+# The check hook the fixed outputs propagate (the unsubstituted hook gets it from
+# STUBSTRIP_CHECK_HOOK).
+SCH=$(mkHookPkg stubstrip-check-hook "$ROOT/hooks/stubstrip-check-hook.sh" -e '')
 
 # The binary the hook runs: the real one, behind a wrapper that records
 # each invocation in $STUBSTRIP_CALLS.
@@ -132,6 +135,15 @@ cp "$fixtures/app" "$bin/bin/"
 runHook postInstall'
 
 newDrv() {
+  startDrv "$1" "$2" || return 1
+  setOutputs out lib bin
+  list buildInputs "$STUBPKG"
+  list nativeBuildInputs "$APH" "$SSH"
+  str installPhase "$INSTALL"
+}
+# startDrv NAME MODE: a derivation file with the stdenv flavour, the
+# fixtures and the settings every build gets, and nothing else.
+startDrv() {
   D=$WORK/$1 MODE=$2 DRV=$WORK/$1/drv.sh
   rm -rf "$D" && mkdir -p "$D/tmp" && : >"$DRV"
   case $MODE in
@@ -140,16 +152,14 @@ newDrv() {
     structured) str stdenvFlavour new && str __structuredAttrs 1 ;;
     *) return 1 ;;
   esac
-  setOutputs out lib bin
   str fixtures "$FIX"
   envAttr STUBSTRIP_BIN "$WRAP"
   envAttr STUBSTRIP_DRIVER_LINK "$DRIVER"
+  envAttr STUBSTRIP_CHECK_HOOK "$SCH"
   envAttr STUBSTRIP_CALLS "$D/calls"
+  envAttr NIX_STORE "$STORE"
   envAttr NIX_LOG_FD 3
   envAttr TMPDIR "$D/tmp"
-  list buildInputs "$STUBPKG"
-  list nativeBuildInputs "$APH" "$SSH"
-  str installPhase "$INSTALL"
 }
 # str NAME VALUE: a string attribute (exported, as Nix does without
 # structured attrs).
@@ -532,15 +542,18 @@ test_control_phases_override_needs_preFixup_registration() {
 test_substituted_hook() {
   local subst=$WORK/run/opengl-driver-substituted/lib pkg
   mkdir -p "$subst" && cp "$DRIVER/libcuda.so.1" "$subst/"
-  pkg=$(mkHookPkg stubstrip-hook-substituted "$HOOK" -e "s|@stubstrip@|$WRAP|g" -e "s|@driverLink@|$subst|g")
+  pkg=$(mkHookPkg stubstrip-hook-substituted "$HOOK" -e "s|@stubstrip@|$WRAP|g" -e "s|@driverLink@|$subst|g" \
+    -e "s|@checkHook@|$SCH|g")
   ! grep -nE '@[A-Za-z_][A-Za-z0-9_]*@' "$pkg/nix-support/setup-hook" >&2 || fail "unsubstituted names left"
   newDrv substituted new
   list nativeBuildInputs "$APH" "$pkg"
   envAttr STUBSTRIP_BIN /nonexistent/stubstrip
   envAttr STUBSTRIP_DRIVER_LINK /nonexistent/driver
+  envAttr STUBSTRIP_CHECK_HOOK /nonexistent/check-hook
   buildOk
   runpathIs "$D/lib/lib/libcudafake.so" "$subst"
   runs "$D/bin/bin/app" 0
+  grep -qF "$SCH " "$D/lib/nix-support/propagated-build-inputs" || fail "the substituted check hook is not propagated"
 }
 
 # stubstripFlags, a string or an array, reach stubstrip once and as given:
@@ -603,7 +616,164 @@ quietCase() { # MODE
   [[ $lines == stubstrip:* ]] || fail "the only line is not stubstrip's summary: $lines"
 }
 
-test_shellcheck_hook() { shellcheck "$HOOK" >&2; }
+######################################################################
+# The consumers of a fixed package (issue 14). B is the fixed package (the
+# derivation above, its lib output holding libcudafake.so, which needs
+# libcuda.so.1); a consumer C has no CUDA input of its own, only B (directly or
+# through a package P that propagates it). C links a program d against B's
+# library in its build (as a D would), "imports" B's library in checkPhase and
+# in a preDistPhases import check, and runs d in installCheck.
+
+# buildB NAME MODE DRIVERLINK [ATTR VALUE]...: builds B; BLIB is its lib output.
+buildB() {
+  newDrv "$1" "$2"
+  envAttr STUBSTRIP_DRIVER_LINK "$3"
+  shift 3
+  while (($#)); do str "$1" "$2" && shift 2; done
+  buildOk
+  BLIB=$D/lib
+}
+
+# consumerDrv NAME MODE LINK(link|nolink) INPUTLIST INPUT...: starts C.
+consumerDrv() {
+  startDrv "$1" "$2"
+  local link=$3 inputList=$4
+  shift 4
+  setOutputs out
+  list "$inputList" "$@"
+  if [[ $inputList == buildInputs ]]; then list nativeBuildInputs "$ICH"; else list nativeBuildInputs "$@" "$ICH"; fi
+  str sources "$SRC"
+  str blib "$BLIB"
+  list importsCheck "$BLIB/lib/libcudafake.so"
+  flag doCheck
+  str checkPhase 'runHook preCheck
+"$fixtures/import-check" "$blib/lib/libcudafake.so"
+runHook postCheck'
+  str postInstall 'echo "LD_LIBRARY_PATH during install: [${LD_LIBRARY_PATH-}]"'
+  if [[ $link == link ]]; then
+    # NIX_LDFLAGS reaches ld as cc-wrapper passes it; -rpath for the -L store
+    # directory, as ld-wrapper adds it.
+    str buildPhase 'runHook preBuild
+ldflags=()
+for f in ${NIX_LDFLAGS-}; do ldflags+=("-Wl,$f"); done
+echo "NIX_LDFLAGS: [${NIX_LDFLAGS-}]"
+gcc -o d "$sources/app.c" -L"$blib/lib" -lcudafake -Wl,--enable-new-dtags,-rpath,"$blib/lib" ${ldflags[@]+"${ldflags[@]}"}
+runHook postBuild'
+    str installPhase 'runHook preInstall
+mkdir -p "$out/bin" && cp d "$out/bin/"
+runHook postInstall'
+    flag doInstallCheck
+    str installCheckPhase 'runHook preInstallCheck
+rc=0
+"$out/bin/d" || rc=$?
+echo "installCheck: d exited $rc"
+runHook postInstallCheck'
+  fi
+}
+
+# The log line of the check hook, through nixLog where the stdenv has it.
+checkHookLogHas() {
+  if [[ $MODE == old ]]; then logHas "stubstripCheckHook: $1"; else nixlogHas "stubstripCheckHook: $1"; fi
+}
+
+# B leaves its stub library for the consumers and propagates the check hook;
+# C, which never saw a CUDA stub, links against B and its checks load B's
+# library in a sandbox without a driver, LD_LIBRARY_PATH untouched outside
+# the checks, nothing in any RUNPATH, nothing at run time.
+consumerCase() { # MODE INPUTLIST(buildInputs|nativeBuildInputs)
+  buildB "consumer-b-$1-$2" "$1" "$NODRIVER"
+  local b=$D checkLibs=$BLIB/nix-support/stubstrip-check-libs
+  # The stub lives in a separate stubs output that B does not reference: a copy.
+  [[ -f $checkLibs/libcuda.so.1 && ! -L $checkLibs/libcuda.so.1 ]] || fail "no copied libcuda.so.1 in $checkLibs: $(ls -l "$checkLibs" 2>&1)"
+  cmp -s "$checkLibs/libcuda.so.1" "$STUBDIR/libcuda.so" || fail "the check library is not the stub B was linked against"
+  [[ $(cat "$BLIB/nix-support/stubstrip-driver-dirs") == "$NODRIVER" ]] || fail "driver dirs: $(cat "$BLIB/nix-support/stubstrip-driver-dirs")"
+  grep -qF "$SCH " "$BLIB/nix-support/propagated-build-inputs" || fail "B's lib output does not propagate the check hook"
+  [[ -d $b/out/nix-support/stubstrip-check-libs ]] || fail "B's out output (libexec/libcudafake.so) has no check libraries"
+  [[ ! -e $b/bin/nix-support ]] || fail "B's bin output (app needs no stub) got nix-support: $(ls -R "$b/bin/nix-support")"
+  consumerDrv "consumer-c-$1-$2" "$1" link "$2" "$BLIB"
+  buildOk
+  countIs "imports of B's library answered by the stub" "$(grep -cF "import-check: loaded $BLIB/lib/libcudafake.so, cuInit=34" "$D/log")" 2
+  logHas "installCheck: d exited 34"
+  logHas "NIX_LDFLAGS: [-rpath-link=$checkLibs]"
+  logHas "LD_LIBRARY_PATH during install: []"
+  checkHookLogHas "for the link (-rpath-link) and the checks (LD_LIBRARY_PATH): $checkLibs"
+  runpathIs "$D/out/bin/d" "$BLIB/lib"
+  noStubsIn "$D/out"
+  local out status=0
+  out=$(env -i "$D/out/bin/d" 2>&1) || status=$?
+  [[ $status != 0 && $out == *"libcuda.so.1: cannot open shared object file"* ]] || fail "d ran outside the build without a driver: $status $out"
+}
+
+# C only through P, a package that propagates B (as a pure-Python package
+# propagates its dependencies), like outlines through llama-cpp-python.
+test_consumer_through_propagation() {
+  buildB consumer-b-propagated new "$NODRIVER"
+  local p=$PKGS/pure-python-p
+  mkdir -p "$p/nix-support" && printf '%s ' "$BLIB" >"$p/nix-support/propagated-build-inputs"
+  consumerDrv consumer-c-propagated structured nolink buildInputs "$p"
+  buildOk
+  countIs "imports answered by the stub" "$(grep -cF "import-check: loaded $BLIB/lib/libcudafake.so, cuInit=34" "$D/log")" 2
+}
+
+# The negatives: nixpkgs#471697 as the harness reproduces it. Without check
+# libraries (B opted out) the import fails, and so does D's link; with the
+# consumer's own opt-out too.
+test_consumer_control_b_opted_out() {
+  buildB consumer-b-opted-out new "$NODRIVER" dontStubstripPropagateCheckFallback 1
+  [[ ! -e $BLIB/nix-support ]] || fail "B opted out but wrote $(ls "$BLIB/nix-support")"
+  consumerDrv consumer-c-b-opted-out new nolink buildInputs "$BLIB"
+  buildFails
+  logHas "libcuda.so.1: cannot open shared object file"
+  consumerDrv consumer-d-b-opted-out new link buildInputs "$BLIB"
+  buildFails
+  logHas "undefined reference to \`cuInit'"
+}
+consumerOptOutCase() { # MODE
+  buildB "consumer-b-for-opt-out-$1" "$1" "$NODRIVER"
+  consumerDrv "consumer-c-opted-out-$1" "$1" nolink buildInputs "$BLIB"
+  flag dontStubstripCheckFallback
+  buildFails
+  logHas "libcuda.so.1: cannot open shared object file"
+  logLacks "stubstripCheckHook: for the link"
+}
+
+# A driver at B's driver link wins: the check libraries stay unused, the
+# link and the checks find the driver through B's RUNPATH.
+consumerDriverCase() { # MODE
+  buildB "consumer-b-driver-$1" "$1" "$DRIVER"
+  consumerDrv "consumer-c-driver-$1" "$1" link buildInputs "$BLIB"
+  buildOk
+  countIs "imports answered by the driver" "$(grep -cF "import-check: loaded $BLIB/lib/libcudafake.so, cuInit=0" "$D/log")" 2
+  logHas "installCheck: d exited 0"
+  logHas "NIX_LDFLAGS: []"
+  checkHookLogHas "$DRIVER/libcuda.so.1 is here: $BLIB/nix-support/stubstrip-check-libs not used"
+}
+
+# A stub in an output that B references anyway (B's library also links the
+# package's libcudart, next to the stub directory, as with cuda_cudart in
+# nixpkgs since CUDA 12.9): a symlink, not a copy.
+test_consumer_referenced_stub_is_linked() {
+  local pkg=$STORE/2b6d0jv0x3mw9qkxq8lyr4s1n5a7cz1f-cuda_cudart-12.9.79
+  mkdir -p "$pkg/lib/stubs"
+  cp "$STUBDIR/libcuda.so" "$pkg/lib/stubs/" && ln -sf libcuda.so "$pkg/lib/stubs/libcuda.so.1"
+  gcc -shared -fPIC -Wl,-soname,libcudart.so.12 -o "$pkg/lib/libcudart.so.12" "$SRC/plain.c"
+  newDrv consumer-b-referenced new
+  envAttr STUBSTRIP_DRIVER_LINK "$NODRIVER"
+  list buildInputs "$pkg"
+  flag dontAutoPatchelf
+  str pkg "$pkg"
+  str installPhase 'runHook preInstall
+mkdir -p "$out/lib" "$lib" "$bin"
+cp "$fixtures/libcudafake.so" "$out/lib/libcudafake.so"
+patchelf --add-needed libcudart.so.12 --set-rpath "$pkg/lib/stubs:$pkg/lib" "$out/lib/libcudafake.so"
+runHook postInstall'
+  buildOk
+  runpathIs "$D/out/lib/libcudafake.so" "$NODRIVER:$pkg/lib"
+  [[ $(readlink "$D/out/nix-support/stubstrip-check-libs/libcuda.so.1") == "$pkg/lib/stubs/libcuda.so" ]] ||
+    fail "not a symlink to the stub: $(ls -l "$D/out/nix-support/stubstrip-check-libs")"
+}
+
+test_shellcheck_hook() { shellcheck "$HOOK" "$ROOT/hooks/stubstrip-check-hook.sh" >&2; }
 test_shellcheck_harness() {
   (cd "$ROOT" && shellcheck -x tests/hook/run.sh tests/hook/lib/*.sh tests/hook/hooks/*.sh) >&2
 }
@@ -624,8 +794,11 @@ for mode in old new structured; do
   tests+=("dontStubstripCase $mode" "onceCase $mode" "fixFailsCase $mode" "checkCase $mode" "checkCase $mode pattern"
     "fallbackCase $mode"
     "fallbackOffCase $mode" "fallbackDriverCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
-    "flagsCase $mode" "quietCase $mode")
+    "flagsCase $mode" "quietCase $mode"
+    "consumerCase $mode buildInputs" "consumerOptOutCase $mode" "consumerDriverCase $mode")
 done
+tests+=("consumerCase new nativeBuildInputs" test_consumer_through_propagation test_consumer_control_b_opted_out
+  test_consumer_referenced_stub_is_linked)
 # stubstripAudit: off by default; at "warning" an ambiguous RUNPATH (the
 # NEEDED libcudafake.so in two of its directories) fails the build; at the
 # default level "error" it does not.

@@ -33,7 +33,10 @@ let
           '';
           dontPatchELF = true;
           dontStrip = true;
-          passthru.setupHookScript = ../../hooks/stubstrip-hook.sh;
+          passthru = {
+            setupHookScript = ../../hooks/stubstrip-hook.sh;
+            checkHookScript = ../../hooks/stubstrip-check-hook.sh;
+          };
           meta = prev.stubstrip.meta;
         };
       }

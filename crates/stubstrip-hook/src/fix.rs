@@ -158,6 +158,11 @@ pub fn fix(path: &Path, rule: &Rule) -> Outcome {
     }
 }
 
+/// The `DT_NEEDED` entries of one file; `Ok(None)` for non-ELF files.
+pub fn needed(path: &Path) -> Result<Option<Vec<Vec<u8>>>, FileError> {
+    Ok(open_elf(path)?.map(|e| e.needed().into_iter().map(<[u8]>::to_vec).collect()))
+}
+
 /// The stub entries left in one file, for `check`.
 pub fn stubs_left(path: &Path, rule: &Rule) -> Result<Option<Vec<(Tag, String)>>, FileError> {
     let Some(e) = open_elf(path)? else {

@@ -8,6 +8,10 @@
 //! loads in a sandbox without a driver — unless it is turned off, or the driver link (or the
 //! compat directory) provides `libcuda.so.1` here, where the stub would shadow the driver.
 //!
+//! Then, for the packages that depend on this one ([`crate::checklibs`]), it leaves in each output
+//! holding a fixed file the stub libraries those files need, with the check hook that will put
+//! them on their checks' `LD_LIBRARY_PATH`.
+//!
 //! Human lines go to stderr. On success stdout carries instructions for the hook, one per line
 //! ([`Instruction::render`]); on failure it is empty and the notes go to stderr instead.
 
@@ -16,7 +20,9 @@ use std::path::{Path, PathBuf};
 
 use crate::audit::Severity;
 use crate::audit_run;
+use crate::checklibs::{self, Fixed};
 use crate::classify::Rule;
+use crate::fix::Outcome;
 use crate::report::{CheckReport, FixReport};
 use crate::walk;
 
@@ -28,6 +34,8 @@ pub const EXIT_UNCHECKED: u8 = 3;
 pub const EXIT_AUDIT_DENIED: u8 = 4;
 /// Exit status: the instructions could not be written to stdout.
 pub const EXIT_STDOUT: u8 = 5;
+/// Exit status: the check libraries for the consumers could not be written.
+pub const EXIT_CHECK_LIBS: u8 = 6;
 
 /// The variable the check-time fallback extends.
 const FALLBACK_VAR: &str = "LD_LIBRARY_PATH";
@@ -47,6 +55,20 @@ pub struct Config {
     pub check_fallback: bool,
     /// The `LD_LIBRARY_PATH` the fallback appends to.
     pub ld_library_path: Vec<u8>,
+    /// Check libraries for the consumers: `None` when turned off
+    /// (`dontStubstripPropagateCheckFallback`) or when no output was named.
+    pub check_libs: Option<CheckLibsConfig>,
+}
+
+/// Where and how to leave check libraries for the packages that depend on this one.
+#[derive(Clone, Debug)]
+pub struct CheckLibsConfig {
+    /// The derivation's outputs (`--output`): a fixed file's libraries go to the one it is in.
+    pub outputs: Vec<PathBuf>,
+    /// The `stubstripCheckHook` store path to add to `propagated-build-inputs`.
+    pub check_hook: Option<String>,
+    /// The Nix store directory.
+    pub store_dir: PathBuf,
 }
 
 /// The audit level `stubstripAudit` asks for: `info`, `warning` or `error`; any other non-empty
@@ -295,6 +317,22 @@ pub fn run(c: &Config) -> u8 {
     );
     notes.0.extend(fallback_instructions(&decision));
 
+    if let Some(cl) = &c.check_libs {
+        let driver_dirs: Vec<String> = driver_dirs
+            .iter()
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+            .collect();
+        match check_libs(&fixed, cl, &driver_dirs) {
+            Ok(lines) => lines.into_iter().for_each(|l| notes.log(l)),
+            Err(e) => {
+                return notes.fail(
+                    EXIT_CHECK_LIBS,
+                    &format!("cannot leave the check libraries for the consumers: {e}"),
+                );
+            }
+        }
+    }
+
     let reply: Vec<u8> = notes.0.iter().flat_map(Instruction::render).collect();
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(&reply).and_then(|()| out.flush()) {
@@ -305,6 +343,52 @@ pub fn run(c: &Config) -> u8 {
         );
     }
     0
+}
+
+/// What [`checklibs::plan`] needs of each changed file: its `DT_NEEDED` (read again after the
+/// fix), the stub directories removed and the run path entries left.
+fn fixed_files(fixed: &[(PathBuf, Outcome)]) -> Vec<Fixed> {
+    fixed
+        .iter()
+        .filter_map(|(path, outcome)| {
+            let Outcome::Changed(changes) = outcome else {
+                return None;
+            };
+            // A file the fix rewrote and that cannot be read now has nothing to offer here;
+            // the check before this already read it.
+            let needed = crate::fix::needed(path).ok().flatten()?;
+            Some(Fixed {
+                path: path.clone(),
+                needed,
+                removed: changes.iter().flat_map(|c| c.removed.clone()).collect(),
+                entries: changes
+                    .iter()
+                    .flat_map(|c| c.new.split(':').map(str::to_owned).collect::<Vec<_>>())
+                    .filter(|e| !e.is_empty())
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Plans and writes the check libraries; the lines for the build log.
+fn check_libs(
+    fixed: &[(PathBuf, Outcome)],
+    cl: &CheckLibsConfig,
+    driver_dirs: &[String],
+) -> Result<Vec<String>, checklibs::WriteError> {
+    if driver_dirs.iter().any(|d| d.contains('\n')) {
+        return Ok(vec![
+            "consumers' checks: a driver directory holds a newline; no check libraries left".into(),
+        ]);
+    }
+    let settings = checklibs::Settings {
+        outputs: &cl.outputs,
+        driver_dirs,
+        store_dir: &cl.store_dir,
+    };
+    let plans = checklibs::plan(&fixed_files(fixed), &settings, &checklibs::HostFs);
+    checklibs::write(&plans, driver_dirs, cl.check_hook.as_deref(), &cl.store_dir)
 }
 
 #[cfg(test)]

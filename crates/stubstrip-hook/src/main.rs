@@ -8,6 +8,7 @@
 
 mod audit;
 mod audit_run;
+mod checklibs;
 mod classify;
 mod driver;
 mod explain;
@@ -77,7 +78,8 @@ Stdout (only on success) carries instructions for the hook, one per line:
   log MESSAGE        a line for the build log
   export NAME=VALUE  the hook runs: export -- \"NAME=VALUE\" (VALUE holds no newline)
 Exit status: 0 ok, 1 a stub entry is left after the fix, 2 usage error, 3 the check could not read
-some file, 4 an audit finding at or above --audit, 5 stdout could not be written.
+some file, 4 an audit finding at or above --audit, 5 stdout could not be written, 6 the check
+libraries for the consumers could not be written.
 Files the fix cannot rewrite are tolerated as far as the check finds no stub entry in them.";
 
 #[derive(Args)]
@@ -113,6 +115,20 @@ struct FixupArgs {
     /// The LD_LIBRARY_PATH the check-time fallback appends to (default: the environment's).
     #[arg(long, value_name = "P")]
     ld_library_path: Option<OsString>,
+    /// An output of the derivation (repeatable): the stub libraries its fixed files need go to its
+    /// nix-support/stubstrip-check-libs, for the checks of the packages that depend on it.
+    #[arg(long = "output", value_name = "DIR")]
+    outputs: Vec<PathBuf>,
+    /// The stubstripCheckHook store path to add to those outputs' propagated-build-inputs.
+    #[arg(long, value_name = "PATH")]
+    propagate_check_hook: Option<String>,
+    /// Leave nothing for the consumers' checks (dontStubstripPropagateCheckFallback).
+    #[arg(long)]
+    no_propagate_check_fallback: bool,
+    /// The Nix store directory (default: $NIX_STORE, else /nix/store): a stub whose store path an
+    /// output references anyway is linked, not copied.
+    #[arg(long, value_name = "DIR")]
+    store_dir: Option<PathBuf>,
     /// Accepted for stubstripFlags written for `fix`: fixup always knows the removed directories.
     #[arg(long, hide = true)]
     print_removed: bool,
@@ -313,6 +329,24 @@ fn run_fixup(a: FixupArgs) -> ExitCode {
         eprintln!("stubstrip fixup: {msg}");
         return ExitCode::from(2);
     }
+    if let Some(h) = &a.propagate_check_hook {
+        if h.is_empty() || h.contains(char::is_whitespace) {
+            eprintln!(
+                "stubstrip fixup: --propagate-check-hook must be one path without whitespace \
+                 (it is written into nix-support/propagated-build-inputs)"
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let check_libs =
+        (!a.no_propagate_check_fallback && !a.outputs.is_empty()).then(|| fixup::CheckLibsConfig {
+            outputs: a.outputs,
+            check_hook: a.propagate_check_hook,
+            store_dir: a
+                .store_dir
+                .or_else(|| std::env::var_os("NIX_STORE").map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("/nix/store")),
+        });
     pool(a.jobs);
     let c = fixup::Config {
         paths: a.paths,
@@ -325,6 +359,7 @@ fn run_fixup(a: FixupArgs) -> ExitCode {
             .or_else(|| std::env::var_os("LD_LIBRARY_PATH"))
             .map(OsString::into_vec)
             .unwrap_or_default(),
+        check_libs,
     };
     ExitCode::from(fixup::run(&c))
 }

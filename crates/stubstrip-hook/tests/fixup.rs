@@ -454,3 +454,250 @@ fn a_reply_that_cannot_be_written_is_a_failure() {
         r.stderr
     );
 }
+
+/// A CUDA-like package for the consumer tests: `stubs` holds a stub `libcuda.so` (SONAME
+/// `libcuda.so.1`, exporting `cuInit` and `cuDriverGetVersion`, each answering 34) with the
+/// `libcuda.so.1` link nixpkgs adds, and `lib` a `libcudart.so.12`; `b` is an output whose
+/// library was linked against the stub (and, with `cudart`, against libcudart too) with
+/// `-z now`, as nixpkgs' bindnow hardening links, RUNPATH `STUBS[:LIB]:/opt/keep`.
+struct Consumed {
+    o: Out,
+    store: PathBuf,
+    stubs: PathBuf,
+    libdir: PathBuf,
+    b: PathBuf,
+    blib: PathBuf,
+}
+
+const STUB_SRC: &str =
+    "int cuInit(unsigned f) { (void)f; return 34; }\nint cuDriverGetVersion(int *v) { (void)v; return 34; }\n";
+
+fn consumed(cudart: bool, pkg: &str) -> Consumed {
+    let o = output();
+    let store = o.root.join("nix/store");
+    let pkgdir = store.join(format!("{HASH}-{pkg}"));
+    let stubs = pkgdir.join("lib/stubs");
+    let libdir = pkgdir.join("lib");
+    shared(&stubs, "libcuda.so", "libcuda.so.1", STUB_SRC, &[]);
+    std::os::unix::fs::symlink("libcuda.so", stubs.join("libcuda.so.1")).unwrap();
+    shared(
+        &libdir,
+        "libcudart.so.12",
+        "libcudart.so.12",
+        "int cudart_fn(void) { return 0; }\n",
+        &[],
+    );
+    let b = store.join("cccccccccccccccccccccccccccccccc-b");
+    let mut runpath = stubs.display().to_string();
+    let mut extra = vec![
+        format!("-L{}", stubs.display()),
+        "-lcuda".to_string(),
+        "-Wl,-z,now".to_string(),
+        "-Wl,--enable-new-dtags".to_string(),
+    ];
+    if cudart {
+        runpath = format!("{runpath}:{}", libdir.display());
+        extra.extend([
+            format!("-L{}", libdir.display()),
+            "-l:libcudart.so.12".to_string(),
+        ]);
+    }
+    extra.push(format!("-Wl,-rpath,{runpath}:/opt/keep"));
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let blib = shared(
+        &b.join("lib"),
+        "libb.so",
+        "libb.so",
+        "int cuInit(unsigned);\nint cuDriverGetVersion(int *);\nint b_init(void) { int v; return cuInit(0) + cuDriverGetVersion(&v); }\n",
+        &extra,
+    );
+    Consumed {
+        o,
+        store,
+        stubs,
+        libdir,
+        b,
+        blib,
+    }
+}
+
+/// `fixup` over B with its output named, the check hook and the store directory given.
+fn fixup_b(c: &Consumed, extra: &[&str]) -> Run {
+    let store = c.store.display().to_string();
+    let b = c.b.display().to_string();
+    let mut args = vec![
+        "--output",
+        &b,
+        "--propagate-check-hook",
+        "/nix/store/hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh-stubstripCheckHook",
+        "--store-dir",
+        &store,
+    ];
+    args.extend_from_slice(extra);
+    fixup(&c.o, "", &args, &[&c.b])
+}
+
+/// Whether `lib` loads with every symbol bound (RTLD_NOW, LD_BIND_NOW) with `llp` as
+/// LD_LIBRARY_PATH, and what `b_init` answers; the loader's error otherwise.
+fn load(c: &Consumed, llp: Option<&Path>) -> Result<i32, String> {
+    let exe = c.o.root.join("dlopen-b");
+    if !exe.exists() {
+        program(
+            &exe,
+            "#include <dlfcn.h>\n#include <stdio.h>\nint main(int c, char **v) { (void)c; void *h = dlopen(v[1], RTLD_NOW); if (!h) { puts(dlerror()); return 100; } int (*f)(void) = (int (*)(void))dlsym(h, \"b_init\"); return f(); }\n",
+            &["-ldl"],
+        );
+    }
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&c.blib).env_clear().env("LD_BIND_NOW", "1");
+    if let Some(p) = llp {
+        cmd.env("LD_LIBRARY_PATH", p);
+    }
+    let out = cmd.output().unwrap();
+    match out.status.code() {
+        Some(100) | None => Err(String::from_utf8_lossy(&out.stdout).into_owned()),
+        Some(n) => Ok(n),
+    }
+}
+
+#[test]
+fn check_libraries_for_consumers_are_a_copy_when_the_stub_is_not_referenced() {
+    if !can_build() {
+        return;
+    }
+    let c = consumed(false, "cuda_cudart-12.9.79");
+    // Before: the stub in RUNPATH answers.
+    assert_eq!(load(&c, None), Ok(68));
+    let r = fixup_b(&c, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let support = c.b.join("nix-support");
+    let lib = support.join("stubstrip-check-libs/libcuda.so.1");
+    let meta = fs::symlink_metadata(&lib).unwrap();
+    assert!(meta.is_file(), "not a copy: {meta:?}");
+    assert_eq!(
+        fs::read(&lib).unwrap(),
+        fs::read(c.stubs.join("libcuda.so")).unwrap()
+    );
+    assert_eq!(
+        fs::read_to_string(support.join("stubstrip-driver-dirs")).unwrap(),
+        format!("{}\n", c.o.driver)
+    );
+    assert_eq!(
+        fs::read_to_string(support.join("propagated-build-inputs")).unwrap(),
+        "/nix/store/hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh-stubstripCheckHook "
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "log consumers' checks: {}: libcuda.so.1 (a copy of {}), propagating stubstripCheckHook\n",
+            support.join("stubstrip-check-libs").display(),
+            c.stubs.join("libcuda.so").display()
+        )),
+        "{}",
+        r.stdout
+    );
+    // After: B's library no longer finds libcuda.so.1 (no driver here)...
+    let err = load(&c, None).unwrap_err();
+    assert!(
+        err.contains("libcuda.so.1: cannot open shared object file"),
+        "{err}"
+    );
+    // ... and does, every symbol bound, with the check libraries on LD_LIBRARY_PATH.
+    assert_eq!(
+        load(&c, Some(&support.join("stubstrip-check-libs"))),
+        Ok(68)
+    );
+    // Again: nothing written.
+    let stamps = [
+        write_stamp(&lib),
+        write_stamp(&support.join("propagated-build-inputs")),
+        write_stamp(&support.join("stubstrip-driver-dirs")),
+    ];
+    let r = fixup_b(&c, &[]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert_eq!(
+        stamps,
+        [
+            write_stamp(&lib),
+            write_stamp(&support.join("propagated-build-inputs")),
+            write_stamp(&support.join("stubstrip-driver-dirs")),
+        ]
+    );
+}
+
+#[test]
+fn check_libraries_for_consumers_are_a_link_when_the_output_references_the_stub() {
+    if !can_build() {
+        return;
+    }
+    let c = consumed(true, "cuda_cudart-12.9.79");
+    // A propagated-build-inputs written before (stdenv's, from propagatedBuildInputs) is kept.
+    let support = c.b.join("nix-support");
+    fs::create_dir_all(&support).unwrap();
+    fs::write(support.join("propagated-build-inputs"), "/nix/store/x-dep").unwrap();
+    // A driver at the driver link while B builds does not matter: consumers may build elsewhere.
+    provide_libcuda(&c.o.driver);
+    let r = fixup_b(&c, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        runpath(&c.blib),
+        format!("{}:{}:/opt/keep", c.o.driver, c.libdir.display())
+    );
+    let lib = support.join("stubstrip-check-libs/libcuda.so.1");
+    assert_eq!(fs::read_link(&lib).unwrap(), c.stubs.join("libcuda.so"));
+    assert_eq!(
+        fs::read_to_string(support.join("propagated-build-inputs")).unwrap(),
+        "/nix/store/x-dep /nix/store/hhhhhhhhhhhhhhhhhhhhhhhhhhhhhhhh-stubstripCheckHook "
+    );
+    assert!(r.stdout.contains(&format!(
+        "libcuda.so.1 -> {}",
+        c.stubs.join("libcuda.so").display()
+    )));
+    assert!(r
+        .stdout
+        .contains("provides libcuda.so.1 here: LD_LIBRARY_PATH left as it is"));
+}
+
+#[test]
+fn nothing_is_left_for_consumers_when_turned_off_or_no_output_is_named() {
+    if !can_build() {
+        return;
+    }
+    let c = consumed(false, "cuda_cudart-12.9.79");
+    let r = fixup_b(&c, &["--no-propagate-check-fallback"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!c.b.join("nix-support").exists());
+    assert!(!r.stdout.contains("consumers"), "{}", r.stdout);
+
+    let c = consumed(false, "cuda_cudart-12.9.79");
+    let r = fixup(&c.o, "", &[], &[&c.b]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!c.b.join("nix-support").exists());
+
+    // A library that needs nothing from the stub directory: nothing either.
+    let o = output();
+    let r = fixup(&o, "", &["--output", o.out.to_str().unwrap()], &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!o.out.join("nix-support").exists());
+}
+
+#[test]
+fn check_libraries_that_cannot_be_written_exit_6_and_a_bad_hook_path_exits_2() {
+    if !can_build() {
+        return;
+    }
+    let c = consumed(false, "cuda_cudart-12.9.79");
+    fs::write(c.b.join("nix-support"), b"a file in the way").unwrap();
+    let r = fixup_b(&c, &[]);
+    assert_eq!((r.code, r.stdout.as_str()), (6, ""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "cannot leave the check libraries for the consumers: {}",
+            c.b.join("nix-support/stubstrip-check-libs").display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let r = fixup(&c.o, "", &["--propagate-check-hook", "/a b"], &[&c.b]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--propagate-check-hook must be one path"));
+}

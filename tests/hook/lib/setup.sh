@@ -134,41 +134,65 @@ _eval() {
 declare -a preFixupHooks fixupOutputHooks postFixupHooks
 
 ######################################################################
-# Inputs: source each input's nix-support/setup-hook, once per list it is
-# in (the real stdenv sources it once per offset it lands at), with
-# hostOffset/targetOffset visible, from inside a function (hence hooks
-# need `declare -g`). Then run the env hooks for every input.
+# Inputs, as stdenv's findInputs then _activatePkgs: first every input is
+# found, following each one's nix-support/propagated-build-inputs (same
+# offset) and propagated-native-build-inputs (one offset down: from
+# buildInputs into pkgsBuildHost; from nativeBuildInputs it would leave the
+# range, so it is dropped), into pkgsBuildHost (nativeBuildInputs, at
+# (-1, 0)) and pkgsHostTarget (buildInputs, at (0, 1)); then each found
+# input's nix-support/setup-hook is sourced, once per list it is in (the
+# real stdenv sources it once per offset it lands at), with
+# hostOffset/targetOffset visible, from inside a function (hence hooks need
+# `declare -g`). Then the env hooks run for every input.
 
+# shellcheck disable=SC2034 # stdenv's input lists, read by hooks
+declare -a pkgsBuildBuild=() pkgsBuildHost=() pkgsBuildTarget=() pkgsHostHost=() pkgsHostTarget=() pkgsTargetTarget=()
 declare -a envHooks=()
 addEnvHooks() {
   shift
   envHooks+=("$@")
 }
 
-declare -a _allInputs=()
-_activateList() {
+_findInputs() { # PKG ARRAY
+  local pkg=$1 var=$2 dep
+  local -n _found=$2
+  local p
+  for p in ${_found[@]+"${_found[@]}"}; do [[ $p != "$pkg" ]] || return 0; done
+  [[ -e $pkg ]] || { echo "build input $pkg does not exist" >&2; exit 1; }
+  _found+=("$pkg")
+  if [[ -f $pkg/nix-support/propagated-build-inputs ]]; then
+    for dep in $(<"$pkg/nix-support/propagated-build-inputs"); do _findInputs "$dep" "$var"; done
+  fi
+  if [[ $var == pkgsHostTarget && -f $pkg/nix-support/propagated-native-build-inputs ]]; then
+    for dep in $(<"$pkg/nix-support/propagated-native-build-inputs"); do _findInputs "$dep" pkgsBuildHost; done
+  fi
+}
+
+_activateList() { # HOSTOFFSET TARGETOFFSET ARRAY
   # shellcheck disable=SC2034 # visible to the hooks being sourced
   local -r hostOffset=$1 targetOffset=$2
-  shift 2
-  local pkg seen=" "
-  for pkg in "$@"; do
-    [[ $seen == *" $pkg "* ]] && continue
-    seen+="$pkg "
-    [[ -e $pkg ]] || { echo "build input $pkg does not exist" >&2; exit 1; }
-    _allInputs+=("$pkg")
+  local -n _list=$3
+  local pkg
+  for pkg in ${_list[@]+"${_list[@]}"}; do
     if [[ -f $pkg/nix-support/setup-hook ]]; then
       # shellcheck disable=SC1091
       source "$pkg/nix-support/setup-hook"
     fi
   done
 }
-: "${nativeBuildInputs=}" "${buildInputs=}"
+: "${nativeBuildInputs=}" "${buildInputs=}" "${propagatedBuildInputs=}"
 # shellcheck disable=SC2068 # store paths are space free; arrays or strings
-_activateList -1 0 ${nativeBuildInputs[@]}
+for _pkg in ${nativeBuildInputs[@]}; do _findInputs "$_pkg" pkgsBuildHost; done
 # shellcheck disable=SC2068
-_activateList 0 1 ${buildInputs[@]}
-for _pkg in "${_allInputs[@]}"; do
-  for _envHook in "${envHooks[@]}"; do
+for _pkg in ${buildInputs[@]} ${propagatedBuildInputs[@]}; do _findInputs "$_pkg" pkgsHostTarget; done
+_activateList -1 0 pkgsBuildHost
+_activateList 0 1 pkgsHostTarget
+declare -a _allInputs=()
+for _pkg in ${pkgsBuildHost[@]+"${pkgsBuildHost[@]}"} ${pkgsHostTarget[@]+"${pkgsHostTarget[@]}"}; do
+  [[ " ${_allInputs[*]-} " == *" $_pkg "* ]] || _allInputs+=("$_pkg")
+done
+for _pkg in ${_allInputs[@]+"${_allInputs[@]}"}; do
+  for _envHook in ${envHooks[@]+"${envHooks[@]}"}; do
     "$_envHook" "$_pkg"
   done
 done

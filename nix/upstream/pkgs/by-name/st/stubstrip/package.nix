@@ -46,6 +46,9 @@ rustPlatform.buildRustPackage (finalAttrs: {
     # The setup hook ships with the tool, so that the flags it passes are always the ones this
     # binary takes; cudaPackages.removeStubsFromRunpathHook is built from it.
     setupHookScript = "${finalAttrs.src}/hooks/stubstrip-hook.sh";
+    # What the outputs the hook fixed propagate to their consumers (a setup hook made of it by
+    # removeStubsFromRunpathHook's package).
+    checkHookScript = "${finalAttrs.src}/hooks/stubstrip-check-hook.sh";
   };
 
   meta = {

@@ -14,6 +14,18 @@ let
   # The hook runs stubstrip on the machine that builds the consumer: a consumer reaches this hook
   # through a CUDA package in its buildInputs, whose build platform is the consumer's.
   inherit (buildPackages) stubstrip;
+  # What every output the hook fixed writes into its nix-support/propagated-build-inputs, for the
+  # packages that depend on it: their links and checks get the stub libraries the output needs
+  # when no driver is there. In the run-time closure of those outputs, so it is bash that
+  # references no store path: one store path of a few KB.
+  checkHook = makeSetupHook {
+    name = "stubstripCheckHook";
+    meta = {
+      description = "Setup hook letting the consumers of packages stubstrip fixed link and run their checks without a driver";
+      license = lib.licenses.mit;
+      platforms = lib.platforms.linux;
+    };
+  } stubstrip.checkHookScript;
 in
 makeSetupHook {
   name = "removeStubsFromRunpathHook";
@@ -21,6 +33,7 @@ makeSetupHook {
     # Setup hooks are sourced before PATH is set up: the full store path.
     stubstrip = lib.getExe stubstrip;
     driverLink = addDriverRunpath.driverLink + "/lib";
+    inherit checkHook;
   };
   meta = {
     description = "Setup hook replacing CUDA stub RUNPATH entries with the driver link after fixup";
