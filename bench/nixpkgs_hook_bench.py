@@ -64,7 +64,7 @@ def main():
         return 0
     stubstrip = os.path.join(args.prebuilt, "stubstrip")
     if not os.access(stubstrip, os.X_OK):
-        sys.exit(f"no {stubstrip}: cargo build --release -p stubstrip-hook")
+        sys.exit(f"no {stubstrip}: cargo build --release -p stubstrip")
     setup = run(["bash", os.path.join(REPO, "tests", "nixpkgs", "setup.sh")])
     if setup.returncode != 0:
         sys.exit("tests/nixpkgs/setup.sh failed: " + setup.stderr[-500:])

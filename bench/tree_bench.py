@@ -743,7 +743,7 @@ def main():
     if not os.access(GNU_TIME, os.X_OK):
         sys.exit(f"{GNU_TIME} missing (apt-get install time)")
     if not os.path.exists(a.stubstrip):
-        subprocess.run(["cargo", "build", "--release", "-p", "stubstrip-hook"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "stubstrip"], cwd=ROOT, check=True)
     stubstrip = os.path.abspath(a.stubstrip)
     patchelf = find_patchelf(a.patchelf)
     pv = subprocess.run([patchelf, "--version"], capture_output=True, text=True).stdout.strip()

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v gcc >/dev/null || { echo "demo: needs gcc" >&2; exit 1; }
-cargo build --release --quiet -p stubstrip-hook -p elfpatch
+cargo build --release --quiet -p stubstrip -p elfpatch
 stubstrip=$PWD/target/release/stubstrip
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-demo.XXXXXX")

@@ -1,4 +1,4 @@
-# The stubstrip workspace: the `stubstrip` CLI (crates/stubstrip-hook) and the
+# The stubstrip workspace: the `stubstrip` CLI (crates/stubstrip) and the
 # patchelf-compatible `elfpatch` CLI (crates/elfpatch).
 {
   lib,

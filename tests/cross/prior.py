@@ -232,7 +232,7 @@ def main(argv=None):
         log("elfpatch missing: %s" % ev)
         return 2
     if not os.access(stubstrip, os.X_OK):
-        problems.append("stubstrip missing: %s (cargo build --release -p stubstrip-hook)" % stubstrip)
+        problems.append("stubstrip missing: %s (cargo build --release -p stubstrip)" % stubstrip)
         stubstrip = None
     for name, path, info in priors:
         log("prior editor %s: %s (%s)" % (name, path, info))

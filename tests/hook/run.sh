@@ -4,7 +4,7 @@
 # Tests hooks/stubstrip-hook.sh inside an emulated stdenv (lib/setup.sh)
 # with an autoPatchelf-like hook, on ELF files built here with gcc, against
 # the real stubstrip binary: $STUBSTRIP if set, else the one
-# `cargo build --release -p stubstrip-hook` produces. FILTER (a substring)
+# `cargo build --release -p stubstrip` produces. FILTER (a substring)
 # runs only the tests whose names contain it. Prints `N passed, M failed`
 # and exits non-zero if any test failed. KEEP=1 keeps the work directory.
 
@@ -44,7 +44,7 @@ fi
 if [[ -n ${STUBSTRIP-} ]]; then
   BIN=$STUBSTRIP
 else
-  (cd "$ROOT" && cargo build --release -p stubstrip-hook) || die "cargo build --release -p stubstrip-hook failed"
+  (cd "$ROOT" && cargo build --release -p stubstrip) || die "cargo build --release -p stubstrip failed"
   targetDir=${CARGO_TARGET_DIR:-target}
   [[ $targetDir == /* ]] || targetDir=$ROOT/$targetDir
   BIN=$targetDir/release/stubstrip

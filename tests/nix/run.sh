@@ -93,7 +93,7 @@ prebuiltDir=${STUBSTRIP_PREBUILT_DIR:-$repo/target/release}
 if [[ -z ${STUBSTRIP_PREBUILT_DIR-} && ! (-x $prebuiltDir/stubstrip && -x $prebuiltDir/elfpatch) ]] &&
     command -v cargo >/dev/null; then
     echo "building stubstrip and elfpatch with cargo"
-    (cd "$repo" && cargo build --release -p stubstrip-hook -p elfpatch) >"$work/cargo.log" 2>&1 ||
+    (cd "$repo" && cargo build --release -p stubstrip -p elfpatch) >"$work/cargo.log" 2>&1 ||
         tail -20 "$work/cargo.log"
 fi
 havePrebuilt=1

@@ -138,7 +138,7 @@ fi
 prebuiltDir=${STUBSTRIP_PREBUILT_DIR:-$repo/target/release}
 if [[ -z ${STUBSTRIP_PREBUILT_DIR-} && ! -x $prebuiltDir/stubstrip ]] && command -v cargo >/dev/null; then
     echo "building stubstrip with cargo"
-    (cd "$repo" && cargo build --release -p stubstrip-hook) >"$work/cargo.log" 2>&1 || tail -20 "$work/cargo.log"
+    (cd "$repo" && cargo build --release -p stubstrip) >"$work/cargo.log" 2>&1 || tail -20 "$work/cargo.log"
 fi
 if [[ ! -x $prebuiltDir/stubstrip ]]; then
     fail "stubstrip binary in $prebuiltDir" "build it: cargo build --release"
