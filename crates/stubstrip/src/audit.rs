@@ -7,9 +7,10 @@ use serde::Serialize;
 
 use crate::classify::StubMatcher;
 use crate::driver::is_driver_library;
-use crate::fsview::{Bytes, ElfInfo, FileId, FsView, Probe};
-use crate::resolve::{expand_dst, expand_list, Dst, SearchDir, Settings};
-use crate::target::Verdict;
+use ldso_model::fsview::{Bytes, ElfInfo, FileId, FsView, Probe};
+use ldso_model::resolve::{expand_dst, expand_list, Dst, SearchDir};
+use ldso_model::settings::Settings;
+use ldso_model::target::Verdict;
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -440,43 +441,14 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsview::mem::MemFs;
-    use crate::resolve::Interpreter;
-    use crate::target::{RawHeader, Target, CLASS32, CLASS64, EM_386};
+    use ldso_model::fsview::dirname;
+    use ldso_model::memfs::{dynamic_info as info, x86_64_settings, MemFs};
+    use ldso_model::target::{CLASS32, EM_386};
 
     const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
 
-    fn settings() -> Settings {
-        Settings {
-            target: Target::of(&RawHeader::parse(&crate::fsview::mem::header(
-                CLASS64,
-                crate::target::EM_X86_64,
-            ))),
-            system_dirs: vec![b"/lib/".to_vec(), b"/usr/lib/".to_vec()],
-            lib: b"lib".to_vec(),
-            platform: Some(b"x86_64".to_vec()),
-            cache_path: b"/etc/ld.so.cache".to_vec(),
-            cache: None,
-            ld_library_path: None,
-            interpreter: Some(Interpreter {
-                path: b"/lib/ld-linux-x86-64.so.2".to_vec(),
-                soname: Some(b"ld-linux-x86-64.so.2".to_vec()),
-            }),
-        }
-    }
-
-    fn info(needed: &[&str], runpath: Option<&str>, rpath: Option<&str>) -> ElfInfo {
-        ElfInfo {
-            needed: needed.iter().map(|n| n.as_bytes().to_vec()).collect(),
-            runpath: runpath.map(|r| r.as_bytes().to_vec()),
-            rpath: rpath.map(|r| r.as_bytes().to_vec()),
-            dynamic: true,
-            ..ElfInfo::default()
-        }
-    }
-
     fn run(fs: &MemFs, path: &str, i: &ElfInfo) -> Vec<Finding> {
-        let st = settings();
+        let st = x86_64_settings(None);
         let stubs = StubMatcher::default();
         let build = vec![b"/build".to_vec()];
         let runtime = vec![b"/run/opengl-driver/lib".to_vec()];
@@ -486,7 +458,7 @@ mod tests {
             build_dirs: &build,
             runtime_dirs: &runtime,
         };
-        let origin = crate::fsview::dirname(path.as_bytes());
+        let origin = dirname(path.as_bytes());
         audit(
             &Subject {
                 path: path.as_bytes(),

@@ -13,11 +13,11 @@ use serde::Serialize;
 use crate::audit::{self, Context, Finding, Severity, Subject};
 use crate::classify::StubMatcher;
 use crate::driver::RUNTIME_DIRS;
-use crate::fsview::{dirname, Bytes, FsView, HostFs, Probe};
-use crate::ldso::{self, Overrides};
-use crate::resolve::Settings;
-use crate::target::Target;
 use crate::walk;
+use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
+use ldso_model::hostfs::HostFs;
+use ldso_model::settings::{self, Overrides, Settings};
+use ldso_model::target::Target;
 
 /// Exit status: a finding at or above the `--deny` level.
 pub const EXIT_DENIED: u8 = 1;
@@ -135,7 +135,7 @@ fn audit_file(
         let mut m = cache.lock().unwrap_or_else(|e| e.into_inner());
         m.entry(key)
             .or_insert_with(|| {
-                let (s, _) = ldso::settings(
+                let (s, _) = settings::settings(
                     target,
                     info.interpreter.as_deref(),
                     &fs,

@@ -1,7 +1,7 @@
 //! `stubstrip explain`: where each library of a program comes from, as glibc's loader would find
 //! it, without running the program; loud about CUDA stubs.
 //!
-//! [`crate::ldso`] reads the loader's settings, [`crate::resolve`] decides, this module says it.
+//! [`ldso_model::settings`] reads the loader's settings, [`ldso_model::resolve`] decides, this module says it.
 
 use std::io::Write;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use crate::classify::StubMatcher;
 use crate::driver::{is_driver_library, RUNTIME_DIRS};
-use crate::fsview::{dirname, Bytes, FsView, HostFs, Probe};
-use crate::ldso::{self, Overrides, Provenance};
-use crate::resolve::{self, Kind, Outcome, Program, Request, Resolution, Reuse, Settings, Step};
-use crate::target::Target;
+use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
+use ldso_model::hostfs::HostFs;
+use ldso_model::resolve::{self, Kind, Outcome, Program, Request, Resolution, Reuse, Step};
+use ldso_model::settings::{self, Overrides, Provenance, Settings};
+use ldso_model::target::Target;
 
 /// Exit status: something is not found, cannot load, or is a stub.
 pub const EXIT_PROBLEMS: u8 = 1;
@@ -536,7 +537,8 @@ pub fn run(c: &Config) -> u8 {
         return 0;
     }
     let (path, origin) = locate_program(&c.file, &fs);
-    let (settings, prov) = ldso::settings(target, info.interpreter.as_deref(), &fs, &c.overrides);
+    let (settings, prov) =
+        settings::settings(target, info.interpreter.as_deref(), &fs, &c.overrides);
     let program = Program { path, origin, info };
     let res = resolve::resolve(program, &c.libnames, &settings, &fs);
     let report = report(&res, &settings, &prov, c, &fs);

@@ -2,9 +2,9 @@
 //!
 //! `main` only parses arguments and wires the pieces: [`classify`] decides, [`walk`] finds files,
 //! [`fix`] reads and edits one file, [`report`] says what happened. [`fixup`] is what the setup
-//! hook runs: fix, check, audit and the check-time fallback, with the hook's policy. `explain` ([`resolve`] decides,
-//! [`ldso`] reads the loader's settings) and `audit` ([`audit`] decides, [`audit_run`] reads and
-//! reports) share [`fsview`], [`target`], [`ldcache`] and [`driver`].
+//! hook runs: fix, check, audit and the check-time fallback, with the hook's policy. `explain` and
+//! `audit` ([`audit`] decides, [`audit_run`] reads and reports) stand on the loader model of the
+//! `ldso-model` crate, and share [`driver`].
 
 mod audit;
 mod audit_run;
@@ -14,12 +14,7 @@ mod driver;
 mod explain;
 mod fix;
 mod fixup;
-mod fsview;
-mod ldcache;
-mod ldso;
 mod report;
-mod resolve;
-mod target;
 mod walk;
 
 use std::ffi::OsString;
@@ -370,7 +365,7 @@ fn run_explain(a: ExplainArgs) -> ExitCode {
         libnames: a.libnames.into_iter().map(OsString::into_vec).collect(),
         json: a.json,
         root: a.root,
-        overrides: ldso::Overrides {
+        overrides: ldso_model::settings::Overrides {
             ld_library_path: a.ld_library_path.map(OsString::into_vec),
             platform: a.platform.map(OsString::into_vec),
             interpreter: a.interpreter.map(OsString::into_vec),

@@ -9,10 +9,40 @@
 //! directory without its slashes. When the interpreter cannot be read, upstream's or Debian's
 //! defaults for the architecture stand in.
 
-use crate::fsview::{dirname, Bytes, FsView, HostFs};
+use crate::fsview::{dirname, Bytes, FsView};
+use crate::hostfs::HostFs;
 use crate::ldcache::LdCache;
-use crate::resolve::{Interpreter, Settings};
 use crate::target::{RawHeader, Target, DATA_MSB, EM_X86_64};
+
+/// The program interpreter, which is loaded before anything else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interpreter {
+    /// Its path as `PT_INTERP` names it.
+    pub path: Bytes,
+    /// Its `DT_SONAME` (`ld-linux-x86-64.so.2`), if it could be read.
+    pub soname: Option<Bytes>,
+}
+
+/// Everything the loader knows before it looks at the program's dependencies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The loader's architecture (the program's).
+    pub target: Target,
+    /// The default directories, each ending in `/`.
+    pub system_dirs: Vec<Bytes>,
+    /// What `$LIB` expands to.
+    pub lib: Bytes,
+    /// What `$PLATFORM` expands to; `None` drops entries that use it, like the loader does.
+    pub platform: Option<Bytes>,
+    /// The cache's path, for messages.
+    pub cache_path: Bytes,
+    /// The cache, when there is a usable one.
+    pub cache: Option<LdCache>,
+    /// `LD_LIBRARY_PATH`, when set and not empty.
+    pub ld_library_path: Option<Bytes>,
+    /// The program interpreter, if there is one.
+    pub interpreter: Option<Interpreter>,
+}
 
 /// Values given on the command line, overriding what is read or guessed.
 #[derive(Clone, Debug, Default)]

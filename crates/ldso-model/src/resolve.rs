@@ -27,38 +27,8 @@
 use std::collections::VecDeque;
 
 use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe};
-use crate::ldcache::LdCache;
-use crate::target::{Skip, Target, Verdict};
-
-/// The program interpreter, which is loaded before anything else.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Interpreter {
-    /// Its path as `PT_INTERP` names it.
-    pub path: Bytes,
-    /// Its `DT_SONAME` (`ld-linux-x86-64.so.2`), if it could be read.
-    pub soname: Option<Bytes>,
-}
-
-/// Everything the loader knows before it looks at the program's dependencies.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// The loader's architecture (the program's).
-    pub target: Target,
-    /// The default directories, each ending in `/`.
-    pub system_dirs: Vec<Bytes>,
-    /// What `$LIB` expands to.
-    pub lib: Bytes,
-    /// What `$PLATFORM` expands to; `None` drops entries that use it, like the loader does.
-    pub platform: Option<Bytes>,
-    /// The cache's path, for messages.
-    pub cache_path: Bytes,
-    /// The cache, when there is a usable one.
-    pub cache: Option<LdCache>,
-    /// `LD_LIBRARY_PATH`, when set and not empty.
-    pub ld_library_path: Option<Bytes>,
-    /// The program interpreter, if there is one.
-    pub interpreter: Option<Interpreter>,
-}
+use crate::settings::Settings;
+use crate::target::{Skip, Verdict};
 
 /// The values dynamic string tokens expand to for one object.
 #[derive(Clone, Copy, Debug)]
@@ -673,9 +643,10 @@ impl Resolver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsview::mem::MemFs;
     use crate::fsview::DF_1_NODEFLIB;
-    use crate::target::{RawHeader, CLASS32, CLASS64, EM_386, EM_AARCH64, EM_X86_64};
+    use crate::ldcache::LdCache;
+    use crate::memfs::{dynamic_info as lib, x86_64_settings, MemFs};
+    use crate::target::{CLASS32, CLASS64, EM_386, EM_AARCH64};
 
     fn dst<'a>(origin: &'a [u8]) -> Dst<'a> {
         Dst {
@@ -722,34 +693,6 @@ mod tests {
             .map(|s| String::from_utf8(s.dir).unwrap())
             .collect();
         assert_eq!(llp, vec!["/x/", "/y/", "/z/"]);
-    }
-
-    fn settings(cache: Option<LdCache>) -> Settings {
-        Settings {
-            target: Target::of(&RawHeader::parse(&crate::fsview::mem::header(
-                CLASS64, EM_X86_64,
-            ))),
-            system_dirs: vec![b"/lib/".to_vec(), b"/usr/lib/".to_vec()],
-            lib: b"lib".to_vec(),
-            platform: Some(b"x86_64".to_vec()),
-            cache_path: b"/etc/ld.so.cache".to_vec(),
-            cache,
-            ld_library_path: None,
-            interpreter: Some(Interpreter {
-                path: b"/lib64/ld-linux-x86-64.so.2".to_vec(),
-                soname: Some(b"ld-linux-x86-64.so.2".to_vec()),
-            }),
-        }
-    }
-
-    fn lib(needed: &[&str], runpath: Option<&str>, rpath: Option<&str>) -> ElfInfo {
-        ElfInfo {
-            needed: needed.iter().map(|n| n.as_bytes().to_vec()).collect(),
-            runpath: runpath.map(|r| r.as_bytes().to_vec()),
-            rpath: rpath.map(|r| r.as_bytes().to_vec()),
-            dynamic: true,
-            ..ElfInfo::default()
-        }
     }
 
     fn program(info: ElfInfo) -> Program {
@@ -811,7 +754,7 @@ mod tests {
                 hwcap: 0,
             }],
         };
-        let mut s = settings(Some(cache));
+        let mut s = x86_64_settings(Some(cache));
         s.ld_library_path = Some(b"/llp".to_vec());
         let exe = lib(
             &["liba.so", "libd.so", "libc2.so", "libe.so", "libf.so"],
@@ -853,7 +796,7 @@ mod tests {
             Some("/a:/b:/c"),
             None,
         );
-        let r = resolve(program(exe), &[], &settings(None), &fs);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
         let s = summary(&r);
         assert_eq!(
             s[0],
@@ -901,7 +844,7 @@ mod tests {
             Some("/l"),
             None,
         );
-        let r = resolve(program(exe), &[], &settings(None), &fs);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
         let s = summary(&r);
         assert_eq!(
             s[0],
@@ -932,7 +875,7 @@ mod tests {
         fs.lib("/l/libreal.so.1", ElfInfo::default())
             .link("/l/libalias.so.1", "libreal.so.1");
         let exe = lib(&["libreal.so.1", "libalias.so.1"], Some("/l"), None);
-        let r = resolve(program(exe), &[], &settings(None), &fs);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
         assert_eq!(
             r.requests[1].outcome,
             Outcome::AlreadyLoaded(
@@ -967,7 +910,7 @@ mod tests {
         };
         let mut exe = lib(&["libz.so.1", "libq.so.1"], None, None);
         exe.flags_1 = DF_1_NODEFLIB;
-        let r = resolve(program(exe), &[], &settings(Some(cache)), &fs);
+        let r = resolve(program(exe), &[], &x86_64_settings(Some(cache)), &fs);
         let s = summary(&r);
         assert_eq!(s[0].2, "not found false");
         assert_eq!(r.requests[0].passed[0].why, Passed::Nodeflib);
@@ -980,7 +923,7 @@ mod tests {
         fs.lib("/l/libv.so.1", ElfInfo::default())
             .lib("/l/glibc-hwcaps/x86-64-v3/libv.so.1", ElfInfo::default());
         let exe = lib(&["libv.so.1"], Some("/l"), None);
-        let r = resolve(program(exe), &[], &settings(None), &fs);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
         assert_eq!(
             summary(&r)[0],
             row("libv.so.1", "/l/libv.so.1", "RUNPATH of /app/bin/app")
@@ -1002,7 +945,7 @@ mod tests {
         let r = resolve(
             program(exe),
             &[b"libcuda.so.1".to_vec()],
-            &settings(None),
+            &x86_64_settings(None),
             &fs,
         );
         let s = summary(&r);

@@ -1,0 +1,138 @@
+//! The filesystem as the loader model sees it: a small trait, [`FsView`], so that the decisions
+//! in [`crate::resolve`] (and in tools built on the model) can be tested on an in-memory tree
+//! ([`crate::memfs::MemFs`]); [`crate::hostfs::HostFs`] is the only implementation that touches
+//! the disk.
+
+use elfpatch::Elf;
+
+use crate::target::RawHeader;
+
+/// Paths and strings as the ELF file holds them: bytes, not necessarily UTF-8.
+pub type Bytes = Vec<u8>;
+
+/// Device and inode: the loader's notion of "the same file".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+/// The dynamic-linking facts of one ELF file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElfInfo {
+    /// `DT_NEEDED`, in order.
+    pub needed: Vec<Bytes>,
+    /// `DT_RUNPATH`.
+    pub runpath: Option<Bytes>,
+    /// `DT_RPATH`.
+    pub rpath: Option<Bytes>,
+    /// `DT_SONAME`.
+    pub soname: Option<Bytes>,
+    /// `DT_FLAGS_1` (0 when absent).
+    pub flags_1: u64,
+    /// `PT_INTERP`.
+    pub interpreter: Option<Bytes>,
+    /// Whether the file has `PT_DYNAMIC`.
+    pub dynamic: bool,
+}
+
+/// `DF_1_NODEFLIB`: do not search the default directories (nor cache entries inside them).
+pub const DF_1_NODEFLIB: u64 = 0x800;
+
+impl ElfInfo {
+    /// The parts of a parsed file this crate uses.
+    pub fn of(e: &Elf) -> ElfInfo {
+        ElfInfo {
+            needed: e.needed().into_iter().map(<[u8]>::to_vec).collect(),
+            runpath: e.runpath().map(<[u8]>::to_vec),
+            rpath: e.rpath().map(<[u8]>::to_vec),
+            soname: e.soname().map(<[u8]>::to_vec),
+            flags_1: e.flags_1().unwrap_or(0),
+            interpreter: e.interpreter().map(<[u8]>::to_vec),
+            dynamic: e.dynamic.is_some(),
+        }
+    }
+
+    /// `DT_RPATH` as the loader uses it: ignored when `DT_RUNPATH` is present.
+    pub fn effective_rpath(&self) -> Option<&[u8]> {
+        match self.runpath {
+            Some(_) => None,
+            None => self.rpath.as_deref(),
+        }
+    }
+
+    /// Whether `DF_1_NODEFLIB` is set.
+    pub fn nodeflib(&self) -> bool {
+        self.flags_1 & DF_1_NODEFLIB != 0
+    }
+}
+
+/// What is at a path (symlinks followed), as far as opening a library goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing (`ENOENT`, `ENOTDIR`).
+    Missing,
+    /// `EACCES`.
+    Denied,
+    /// A directory.
+    Directory,
+    /// Another error.
+    Failed(String),
+    /// A file: its identity and its first bytes, decoded.
+    File(FileId, RawHeader),
+}
+
+/// The filesystem, as the loader model needs it.
+pub trait FsView {
+    /// What is at `path`, following symlinks (the loader's `open` + first `read`).
+    fn probe(&self, path: &[u8]) -> Probe;
+    /// The dynamic information of the ELF file at `path`.
+    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, String>;
+    /// Whether `path` is a directory (symlinks followed).
+    fn is_dir(&self, path: &[u8]) -> bool;
+    /// `path` with every symlink resolved, if it exists.
+    fn canonical(&self, path: &[u8]) -> Option<Bytes>;
+    /// The current directory of the process being modelled (relative paths start there).
+    fn cwd(&self) -> Bytes;
+}
+
+/// How many symlinks one lookup may follow (the kernel's limit).
+pub const MAX_LINKS: usize = 40;
+
+/// The directory part of a path the way the loader computes `$ORIGIN`: everything before the last
+/// `/` (`/` itself for files in the root directory).
+pub fn dirname(path: &[u8]) -> Bytes {
+    match path.iter().rposition(|&c| c == b'/') {
+        Some(0) => b"/".to_vec(),
+        Some(i) => path[..i].to_vec(),
+        None => b".".to_vec(),
+    }
+}
+
+/// `path` made absolute against `cwd` (textually, without resolving anything).
+pub fn absolute(path: &[u8], cwd: &[u8]) -> Bytes {
+    if path.starts_with(b"/") {
+        return path.to_vec();
+    }
+    let mut p = cwd.to_vec();
+    if !p.ends_with(b"/") {
+        p.push(b'/');
+    }
+    p.extend_from_slice(path);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_is_the_directory_part() {
+        assert_eq!(dirname(b"/a/b/libc.so.6"), b"/a/b");
+        assert_eq!(dirname(b"/libc.so.6"), b"/");
+        assert_eq!(absolute(b"lib/x.so", b"/w"), b"/w/lib/x.so");
+        assert_eq!(absolute(b"/x.so", b"/w"), b"/x.so");
+    }
+}
