@@ -6,6 +6,7 @@
 use elfpatch::Elf;
 
 use crate::target::RawHeader;
+use object::elf::DF_1_NODEFLIB;
 
 /// Paths and strings as the ELF file holds them: bytes, not necessarily UTF-8.
 pub type Bytes = Vec<u8>;
@@ -38,9 +39,6 @@ pub struct ElfInfo {
     pub dynamic: bool,
 }
 
-/// `DF_1_NODEFLIB`: do not search the default directories (nor cache entries inside them).
-pub const DF_1_NODEFLIB: u64 = 0x800;
-
 impl ElfInfo {
     /// The parts of a parsed file this crate uses.
     pub fn of(e: &Elf) -> ElfInfo {
@@ -63,9 +61,10 @@ impl ElfInfo {
         }
     }
 
-    /// Whether `DF_1_NODEFLIB` is set.
+    /// Whether `DF_1_NODEFLIB` is set: the default directories are not searched (nor cache
+    /// entries inside them).
     pub fn nodeflib(&self) -> bool {
-        self.flags_1 & DF_1_NODEFLIB != 0
+        self.flags_1 & u64::from(DF_1_NODEFLIB) != 0
     }
 }
 

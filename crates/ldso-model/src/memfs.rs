@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe, MAX_LINKS};
 use crate::ldcache::LdCache;
 use crate::settings::{Interpreter, Settings};
-use crate::target::{RawHeader, Target, CLASS32, CLASS64, DATA_LSB, EM_X86_64};
+use crate::target::{RawHeader, Target};
+use object::elf::{ELFCLASS32, ELFCLASS64, ELFDATA2LSB, EM_X86_64, ET_DYN, EV_CURRENT};
 
 /// One node.
 #[derive(Clone, Debug)]
@@ -33,7 +34,7 @@ pub struct MemFs {
 /// `ld.so.cache`.
 pub fn x86_64_settings(cache: Option<LdCache>) -> Settings {
     Settings {
-        target: Target::of(&RawHeader::parse(&header(CLASS64, EM_X86_64))),
+        target: Target::of(&RawHeader::parse(&header(ELFCLASS64, EM_X86_64))),
         system_dirs: vec![b"/lib/".to_vec(), b"/usr/lib/".to_vec()],
         lib: b"lib".to_vec(),
         platform: Some(b"x86_64".to_vec()),
@@ -67,15 +68,15 @@ pub fn header(class: u8, machine: u16) -> Vec<u8> {
     let mut h = vec![0u8; 64];
     h[..4].copy_from_slice(b"\x7fELF");
     h[4] = class;
-    h[5] = DATA_LSB;
-    h[6] = 1;
-    h[16..18].copy_from_slice(&3u16.to_le_bytes());
+    h[5] = ELFDATA2LSB;
+    h[6] = EV_CURRENT;
+    h[16..18].copy_from_slice(&ET_DYN.to_le_bytes());
     h[18..20].copy_from_slice(&machine.to_le_bytes());
-    h[20..24].copy_from_slice(&1u32.to_le_bytes());
-    if class == CLASS64 {
+    h[20..24].copy_from_slice(&u32::from(EV_CURRENT).to_le_bytes());
+    if class == ELFCLASS64 {
         h[54..56].copy_from_slice(&56u16.to_le_bytes());
     } else {
-        assert_eq!(class, CLASS32);
+        assert_eq!(class, ELFCLASS32);
         h[42..44].copy_from_slice(&32u16.to_le_bytes());
     }
     h
@@ -84,7 +85,7 @@ pub fn header(class: u8, machine: u16) -> Vec<u8> {
 impl MemFs {
     /// Adds an x86-64 library (directories are implied).
     pub fn lib(&mut self, path: &str, info: ElfInfo) -> &mut Self {
-        self.elf(path, CLASS64, EM_X86_64, info)
+        self.elf(path, ELFCLASS64, EM_X86_64, info)
     }
 
     /// Adds an ELF file of any class and machine.

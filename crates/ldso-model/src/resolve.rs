@@ -29,6 +29,7 @@ use std::collections::VecDeque;
 use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe};
 use crate::settings::Settings;
 use crate::target::{Skip, Verdict};
+use object::elf::ELFCLASS64;
 
 /// The values dynamic string tokens expand to for one object.
 #[derive(Clone, Copy, Debug)]
@@ -178,7 +179,7 @@ impl Passed {
             Passed::Denied => "permission denied".into(),
             Passed::WrongClass(c) => format!(
                 "wrong ELF class (ELFCLASS{})",
-                if *c == 2 { 64 } else { 32 }
+                if *c == ELFCLASS64 { 64 } else { 32 }
             ),
             Passed::WrongMachine(m) => format!("wrong machine or ABI (e_machine {m})"),
             Passed::Unreadable(e) => e.clone(),
@@ -643,10 +644,9 @@ impl Resolver<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fsview::DF_1_NODEFLIB;
     use crate::ldcache::LdCache;
     use crate::memfs::{dynamic_info as lib, x86_64_settings, MemFs};
-    use crate::target::{CLASS32, CLASS64, EM_386, EM_AARCH64};
+    use object::elf::{DF_1_NODEFLIB, ELFCLASS32, ELFCLASS64, EM_386, EM_AARCH64};
 
     fn dst<'a>(origin: &'a [u8]) -> Dst<'a> {
         Dst {
@@ -782,10 +782,10 @@ mod tests {
     #[test]
     fn wrong_class_is_passed_over_and_garbage_stops_the_load() {
         let mut fs = MemFs::default();
-        fs.elf("/a/libw.so", CLASS32, EM_386, ElfInfo::default())
-            .elf("/b/libw.so", CLASS64, EM_AARCH64, ElfInfo::default())
+        fs.elf("/a/libw.so", ELFCLASS32, EM_386, ElfInfo::default())
+            .elf("/b/libw.so", ELFCLASS64, EM_AARCH64, ElfInfo::default())
             .lib("/c/libw.so", ElfInfo::default())
-            .elf("/a/libonly32.so", CLASS32, EM_386, ElfInfo::default())
+            .elf("/a/libonly32.so", ELFCLASS32, EM_386, ElfInfo::default())
             .data(
                 "/a/libscript.so",
                 b"/* GNU ld script */ GROUP ( libfoo.so.1 ) and some padding to 64 bytes",
@@ -809,7 +809,7 @@ mod tests {
                 .map(|a| a.why.clone())
                 .collect::<Vec<_>>(),
             vec![
-                Passed::WrongClass(CLASS32),
+                Passed::WrongClass(ELFCLASS32),
                 Passed::WrongMachine(EM_AARCH64)
             ]
         );
@@ -909,7 +909,7 @@ mod tests {
             ],
         };
         let mut exe = lib(&["libz.so.1", "libq.so.1"], None, None);
-        exe.flags_1 = DF_1_NODEFLIB;
+        exe.flags_1 = u64::from(DF_1_NODEFLIB);
         let r = resolve(program(exe), &[], &x86_64_settings(Some(cache)), &fs);
         let s = summary(&r);
         assert_eq!(s[0].2, "not found false");

@@ -12,7 +12,8 @@
 use crate::fsview::{dirname, Bytes, FsView};
 use crate::hostfs::HostFs;
 use crate::ldcache::LdCache;
-use crate::target::{RawHeader, Target, DATA_MSB, EM_X86_64};
+use crate::target::{RawHeader, Target};
+use object::elf::{ELFCLASS64, ELFDATA2MSB, EM_X86_64};
 
 /// The program interpreter, which is loaded before anything else.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -231,7 +232,7 @@ pub fn settings(
             };
             None
         }
-        Ok(bytes) => match LdCache::parse(&bytes, target.data == DATA_MSB) {
+        Ok(bytes) => match LdCache::parse(&bytes, target.data == ELFDATA2MSB) {
             Ok(c) => {
                 prov.cache = format!(
                     "{} ({} of {} entries for {})",
@@ -256,7 +257,7 @@ pub fn settings(
     let platform: Option<Bytes> = if let Some(p) = &o.platform {
         prov.platform = "--platform".into();
         Some(p.clone())
-    } else if native && target.machine == EM_X86_64 && target.class == crate::target::CLASS64 {
+    } else if native && target.machine == EM_X86_64 && target.class == ELFCLASS64 {
         let (p, why) = host_x86_64_platform().unwrap_or(("x86_64", "kernel default"));
         prov.platform = why.into();
         Some(p.as_bytes().to_vec())

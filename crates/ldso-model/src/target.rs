@@ -6,51 +6,14 @@
 //! `elf_machine_matches_host` in each `sysdeps/*/dl-machine.h`, and `_dl_cache_check_flags` /
 //! `_DL_CACHE_DEFAULT_ID` in each `sysdeps/unix/sysv/linux/*/dl-cache.h`.
 
-/// `EM_SPARC`.
-pub const EM_SPARC: u16 = 2;
-/// `EM_386`.
-pub const EM_386: u16 = 3;
-/// `EM_MIPS`.
-pub const EM_MIPS: u16 = 8;
-/// `EM_SPARC32PLUS`.
-pub const EM_SPARC32PLUS: u16 = 18;
-/// `EM_PPC`.
-pub const EM_PPC: u16 = 20;
-/// `EM_PPC64`.
-pub const EM_PPC64: u16 = 21;
-/// `EM_S390`.
-pub const EM_S390: u16 = 22;
-/// `EM_ARM`.
-pub const EM_ARM: u16 = 40;
-/// `EM_SPARCV9`.
-pub const EM_SPARCV9: u16 = 43;
-/// `EM_IA_64`.
-pub const EM_IA_64: u16 = 50;
-/// `EM_X86_64`.
-pub const EM_X86_64: u16 = 62;
-/// `EM_AARCH64`.
-pub const EM_AARCH64: u16 = 183;
-/// `EM_RISCV`.
-pub const EM_RISCV: u16 = 243;
-/// `EM_LOONGARCH`.
-pub const EM_LOONGARCH: u16 = 258;
-
-/// `ELFCLASS32`.
-pub const CLASS32: u8 = 1;
-/// `ELFCLASS64`.
-pub const CLASS64: u8 = 2;
-/// `ELFDATA2LSB`.
-pub const DATA_LSB: u8 = 1;
-/// `ELFDATA2MSB`.
-pub const DATA_MSB: u8 = 2;
-
-const EF_ARM_ABI_FLOAT_SOFT: u32 = 0x200;
-const EF_ARM_ABI_FLOAT_HARD: u32 = 0x400;
-const EF_MIPS_ABI2: u32 = 0x20;
-const EF_MIPS_NAN2008: u32 = 0x400;
-const EF_RISCV_FLOAT_ABI: u32 = 0x6;
-const EF_RISCV_FLOAT_ABI_DOUBLE: u32 = 0x4;
-const EF_LARCH_ABI_MODIFIER: u32 = 0x7;
+use object::elf::{
+    EF_ARM_ABI_FLOAT_HARD, EF_ARM_ABI_FLOAT_SOFT, EF_LARCH_ABI_DOUBLE_FLOAT,
+    EF_LARCH_ABI_MODIFIER_MASK, EF_MIPS_ABI2, EF_MIPS_NAN2008, EF_RISCV_FLOAT_ABI,
+    EF_RISCV_FLOAT_ABI_DOUBLE, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELFOSABI_GNU,
+    ELFOSABI_SYSV, EM_386, EM_AARCH64, EM_ARM, EM_IA_64, EM_LOONGARCH, EM_MIPS, EM_PPC, EM_PPC64,
+    EM_RISCV, EM_S390, EM_SPARC, EM_SPARC32PLUS, EM_SPARCV9, EM_X86_64, ET_DYN, ET_EXEC,
+    EV_CURRENT,
+};
 
 /// The fields of an ELF file header the loader checks, decoded from its first bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +47,11 @@ pub struct RawHeader {
 }
 
 impl RawHeader {
+    /// Whether `e_type` is one the loader maps: `ET_EXEC` or `ET_DYN`.
+    pub fn is_loadable(&self) -> bool {
+        matches!(self.e_type, ET_EXEC | ET_DYN)
+    }
+
     /// Decodes the first bytes of a file (64 are enough for both classes). Fields that lie past
     /// the end of `head` read as zero.
     pub fn parse(head: &[u8]) -> RawHeader {
@@ -92,7 +60,7 @@ impl RawHeader {
         let data = b(5);
         let u16_at = |i: usize| {
             let (x, y) = (b(i) as u16, b(i + 1) as u16);
-            if data == DATA_MSB {
+            if data == ELFDATA2MSB {
                 x << 8 | y
             } else {
                 y << 8 | x
@@ -100,13 +68,17 @@ impl RawHeader {
         };
         let u32_at = |i: usize| {
             let v = [b(i), b(i + 1), b(i + 2), b(i + 3)];
-            if data == DATA_MSB {
+            if data == ELFDATA2MSB {
                 u32::from_be_bytes(v)
             } else {
                 u32::from_le_bytes(v)
             }
         };
-        let (flags_at, phentsize_at) = if class == CLASS64 { (48, 54) } else { (36, 42) };
+        let (flags_at, phentsize_at) = if class == ELFCLASS64 {
+            (48, 54)
+        } else {
+            (36, 42)
+        };
         RawHeader {
             len: head.len(),
             magic: head.starts_with(b"\x7fELF"),
@@ -173,7 +145,7 @@ impl Target {
             }
             EM_MIPS => h.flags & (EF_MIPS_ABI2 | EF_MIPS_NAN2008),
             EM_RISCV => h.flags & EF_RISCV_FLOAT_ABI,
-            EM_LOONGARCH => h.flags & EF_LARCH_ABI_MODIFIER,
+            EM_LOONGARCH => h.flags & EF_LARCH_ABI_MODIFIER_MASK,
             _ => 0,
         };
         Target {
@@ -186,38 +158,43 @@ impl Target {
 
     /// A short name: `x86_64`, `i386`, `aarch64`, `armhf`, ...
     pub fn name(&self) -> String {
-        let le = self.data == DATA_LSB;
+        let le = self.data == ELFDATA2LSB;
         let s = match (self.machine, self.class) {
-            (EM_X86_64, CLASS64) => "x86_64",
+            (EM_X86_64, ELFCLASS64) => "x86_64",
             (EM_X86_64, _) => "x32",
             (EM_386, _) => "i386",
-            (EM_AARCH64, CLASS64) if le => "aarch64",
-            (EM_AARCH64, CLASS64) => "aarch64_be",
+            (EM_AARCH64, ELFCLASS64) if le => "aarch64",
+            (EM_AARCH64, ELFCLASS64) => "aarch64_be",
             (EM_AARCH64, _) => "aarch64_ilp32",
             (EM_ARM, _) if self.abi_flags == EF_ARM_ABI_FLOAT_SOFT => "armel",
             (EM_ARM, _) => "armhf",
             (EM_PPC64, _) if le => "ppc64le",
             (EM_PPC64, _) => "ppc64",
             (EM_PPC, _) => "ppc",
-            (EM_S390, CLASS64) => "s390x",
+            (EM_S390, ELFCLASS64) => "s390x",
             (EM_S390, _) => "s390",
-            (EM_RISCV, CLASS64) => "riscv64",
+            (EM_RISCV, ELFCLASS64) => "riscv64",
             (EM_RISCV, _) => "riscv32",
-            (EM_MIPS, CLASS64) => "mips64",
+            (EM_MIPS, ELFCLASS64) => "mips64",
             (EM_MIPS, _) if self.abi_flags & EF_MIPS_ABI2 != 0 => "mipsn32",
             (EM_MIPS, _) => "mips",
             (EM_LOONGARCH, _) => "loongarch64",
             (EM_SPARCV9, _) => "sparc64",
             (EM_SPARC | EM_SPARC32PLUS, _) => "sparc",
             (EM_IA_64, _) => "ia64",
-            (m, c) => return format!("machine {m} ELFCLASS{}", if c == CLASS64 { 64 } else { 32 }),
+            (m, c) => {
+                return format!(
+                    "machine {m} ELFCLASS{}",
+                    if c == ELFCLASS64 { 64 } else { 32 }
+                )
+            }
         };
         s.to_string()
     }
 
     /// What `open_verify` does with a file whose header is `h`, for a loader of this target.
     pub fn verify(&self, h: &RawHeader) -> Verdict {
-        let ehdr_size = if self.class == CLASS64 { 64 } else { 52 };
+        let ehdr_size = if self.class == ELFCLASS64 { 64 } else { 52 };
         if h.len < ehdr_size {
             return Verdict::Fatal("file too short".into());
         }
@@ -228,34 +205,36 @@ impl Target {
             return Verdict::Skip(Skip::WrongClass(h.class));
         }
         if h.data != self.data {
-            return Verdict::Fatal(if self.data == DATA_MSB {
+            return Verdict::Fatal(if self.data == ELFDATA2MSB {
                 "ELF file data encoding not big-endian".into()
             } else {
                 "ELF file data encoding not little-endian".into()
             });
         }
-        if h.ident_version != 1 {
+        if h.ident_version != EV_CURRENT {
             return Verdict::Fatal("ELF file version ident does not match current one".into());
         }
         // Linux accepts ELFOSABI_SYSV and ELFOSABI_GNU; SYSV requires ABI version 0.
         match h.osabi {
-            0 if h.abiversion != 0 => return Verdict::Fatal("ELF file ABI version invalid".into()),
-            0 | 3 => {}
+            ELFOSABI_SYSV if h.abiversion != 0 => {
+                return Verdict::Fatal("ELF file ABI version invalid".into())
+            }
+            ELFOSABI_SYSV | ELFOSABI_GNU => {}
             _ => return Verdict::Fatal("ELF file OS ABI invalid".into()),
         }
         if !h.pad_zero {
             return Verdict::Fatal("nonzero padding in e_ident".into());
         }
-        if h.version != 1 {
+        if h.version != u32::from(EV_CURRENT) {
             return Verdict::Fatal("ELF file version does not match current one".into());
         }
         if !self.machine_matches(h) {
             return Verdict::Skip(Skip::WrongMachine(h.machine));
         }
-        if h.e_type != 2 && h.e_type != 3 {
+        if !h.is_loadable() {
             return Verdict::Fatal("only ET_DYN and ET_EXEC can be loaded".into());
         }
-        let phent = if self.class == CLASS64 { 56 } else { 32 };
+        let phent = if self.class == ELFCLASS64 { 56 } else { 32 };
         if h.phentsize != phent {
             return Verdict::Fatal("ELF file's phentsize not the expected size".into());
         }
@@ -285,7 +264,7 @@ impl Target {
     pub fn cache_flags(&self) -> Vec<i32> {
         const LIBC6: i32 = 0x0003;
         let only = |id: i32| vec![id];
-        let c64 = self.class == CLASS64;
+        let c64 = self.class == ELFCLASS64;
         match self.machine {
             EM_X86_64 if c64 => only(0x0300 | LIBC6),
             EM_X86_64 => only(0x0800 | LIBC6),
@@ -298,7 +277,7 @@ impl Target {
             EM_ARM => vec![0x0900 | LIBC6, LIBC6],
             EM_RISCV if self.abi_flags == EF_RISCV_FLOAT_ABI_DOUBLE => only(0x1000 | LIBC6),
             EM_RISCV => only(0x0f00 | LIBC6),
-            EM_LOONGARCH if self.abi_flags == 3 => only(0x1200 | LIBC6),
+            EM_LOONGARCH if self.abi_flags == EF_LARCH_ABI_DOUBLE_FLOAT => only(0x1200 | LIBC6),
             EM_LOONGARCH => only(0x1100 | LIBC6),
             EM_MIPS => {
                 let nan2008 = self.abi_flags & EF_MIPS_NAN2008 != 0;
@@ -318,23 +297,23 @@ impl Target {
 
     /// Debian's multiarch triplet for this target, if it has one.
     pub fn triplet(&self) -> Option<&'static str> {
-        let le = self.data == DATA_LSB;
+        let le = self.data == ELFDATA2LSB;
         Some(match (self.machine, self.class) {
-            (EM_X86_64, CLASS64) => "x86_64-linux-gnu",
+            (EM_X86_64, ELFCLASS64) => "x86_64-linux-gnu",
             (EM_X86_64, _) => "x86_64-linux-gnux32",
             (EM_386, _) => "i386-linux-gnu",
-            (EM_AARCH64, CLASS64) if le => "aarch64-linux-gnu",
+            (EM_AARCH64, ELFCLASS64) if le => "aarch64-linux-gnu",
             (EM_ARM, _) if self.abi_flags == EF_ARM_ABI_FLOAT_SOFT => "arm-linux-gnueabi",
             (EM_ARM, _) => "arm-linux-gnueabihf",
             (EM_PPC64, _) if le => "powerpc64le-linux-gnu",
             (EM_PPC64, _) => "powerpc64-linux-gnu",
             (EM_PPC, _) => "powerpc-linux-gnu",
-            (EM_S390, CLASS64) => "s390x-linux-gnu",
-            (EM_RISCV, CLASS64) => "riscv64-linux-gnu",
-            (EM_MIPS, CLASS64) if le => "mips64el-linux-gnuabi64",
-            (EM_MIPS, CLASS32) if le && self.abi_flags & EF_MIPS_ABI2 == 0 => "mipsel-linux-gnu",
-            (EM_MIPS, CLASS32) if self.abi_flags & EF_MIPS_ABI2 == 0 => "mips-linux-gnu",
-            (EM_LOONGARCH, CLASS64) => "loongarch64-linux-gnu",
+            (EM_S390, ELFCLASS64) => "s390x-linux-gnu",
+            (EM_RISCV, ELFCLASS64) => "riscv64-linux-gnu",
+            (EM_MIPS, ELFCLASS64) if le => "mips64el-linux-gnuabi64",
+            (EM_MIPS, ELFCLASS32) if le && self.abi_flags & EF_MIPS_ABI2 == 0 => "mipsel-linux-gnu",
+            (EM_MIPS, ELFCLASS32) if self.abi_flags & EF_MIPS_ABI2 == 0 => "mips-linux-gnu",
+            (EM_LOONGARCH, ELFCLASS64) => "loongarch64-linux-gnu",
             (EM_SPARCV9, _) => "sparc64-linux-gnu",
             _ => return None,
         })
@@ -342,7 +321,7 @@ impl Target {
 
     /// Upstream glibc's `slibdir` for this target (`libdir` is the same under `/usr`).
     fn upstream_slibdir(&self) -> &'static str {
-        let c64 = self.class == CLASS64;
+        let c64 = self.class == ELFCLASS64;
         match self.machine {
             EM_X86_64 if c64 => "/lib64",
             EM_X86_64 => "/libx32",
@@ -381,8 +360,8 @@ impl Target {
 
     /// The usual `PT_INTERP` of programs for this target (used for files that have none).
     pub fn default_interpreter(&self) -> Option<&'static str> {
-        let le = self.data == DATA_LSB;
-        let c64 = self.class == CLASS64;
+        let le = self.data == ELFDATA2LSB;
+        let c64 = self.class == ELFCLASS64;
         Some(match self.machine {
             EM_X86_64 if c64 => "/lib64/ld-linux-x86-64.so.2",
             EM_X86_64 => "/libx32/ld-linux-x32.so.2",
@@ -414,8 +393,8 @@ impl Target {
         match (self.machine, self.class) {
             (EM_X86_64, _) => Some("x86_64"),
             (EM_386, _) => Some("i686"),
-            (EM_AARCH64, CLASS64) if self.data == DATA_LSB => Some("aarch64"),
-            (EM_AARCH64, CLASS64) => Some("aarch64_be"),
+            (EM_AARCH64, ELFCLASS64) if self.data == ELFDATA2LSB => Some("aarch64"),
+            (EM_AARCH64, ELFCLASS64) => Some("aarch64_be"),
             (EM_ARM, _) => Some("v7l"),
             _ => None,
         }
@@ -425,9 +404,9 @@ impl Target {
     /// the CPU (not modelled; `explain` notes files found there).
     pub fn hwcaps_subdirs(&self) -> &'static [&'static str] {
         match (self.machine, self.class) {
-            (EM_X86_64, CLASS64) => &["x86-64-v4", "x86-64-v3", "x86-64-v2"],
-            (EM_PPC64, _) if self.data == DATA_LSB => &["power10", "power9"],
-            (EM_S390, CLASS64) => &["z16", "z15", "z14", "z13"],
+            (EM_X86_64, ELFCLASS64) => &["x86-64-v4", "x86-64-v3", "x86-64-v2"],
+            (EM_PPC64, _) if self.data == ELFDATA2LSB => &["power10", "power9"],
+            (EM_S390, ELFCLASS64) => &["z16", "z15", "z14", "z13"],
             _ => &[],
         }
     }
@@ -444,7 +423,7 @@ mod tests {
         h[5] = data;
         h[6] = 1;
         let put16 = |h: &mut Vec<u8>, at: usize, v: u16| {
-            let b = if data == DATA_MSB {
+            let b = if data == ELFDATA2MSB {
                 v.to_be_bytes()
             } else {
                 v.to_le_bytes()
@@ -452,7 +431,7 @@ mod tests {
             h[at..at + 2].copy_from_slice(&b);
         };
         let put32 = |h: &mut Vec<u8>, at: usize, v: u32| {
-            let b = if data == DATA_MSB {
+            let b = if data == ELFDATA2MSB {
                 v.to_be_bytes()
             } else {
                 v.to_le_bytes()
@@ -462,7 +441,7 @@ mod tests {
         put16(&mut h, 16, 3);
         put16(&mut h, 18, machine);
         put32(&mut h, 20, 1);
-        if class == CLASS64 {
+        if class == ELFCLASS64 {
             put32(&mut h, 48, flags);
             put16(&mut h, 54, 56);
         } else {
@@ -478,15 +457,18 @@ mod tests {
 
     #[test]
     fn the_loader_skips_other_classes_and_machines_and_stops_on_garbage() {
-        let t = target(CLASS64, DATA_LSB, EM_X86_64, 0);
+        let t = target(ELFCLASS64, ELFDATA2LSB, EM_X86_64, 0);
         let v = |b: Vec<u8>| t.verify(&RawHeader::parse(&b));
-        assert_eq!(v(header(CLASS64, DATA_LSB, EM_X86_64, 0)), Verdict::Accept);
         assert_eq!(
-            v(header(CLASS32, DATA_LSB, EM_386, 0)),
-            Verdict::Skip(Skip::WrongClass(CLASS32))
+            v(header(ELFCLASS64, ELFDATA2LSB, EM_X86_64, 0)),
+            Verdict::Accept
         );
         assert_eq!(
-            v(header(CLASS64, DATA_LSB, EM_AARCH64, 0)),
+            v(header(ELFCLASS32, ELFDATA2LSB, EM_386, 0)),
+            Verdict::Skip(Skip::WrongClass(ELFCLASS32))
+        );
+        assert_eq!(
+            v(header(ELFCLASS64, ELFDATA2LSB, EM_AARCH64, 0)),
             Verdict::Skip(Skip::WrongMachine(EM_AARCH64))
         );
         assert!(
@@ -494,16 +476,23 @@ mod tests {
         );
         assert!(matches!(v(b"\x7fELF".to_vec()), Verdict::Fatal(m) if m == "file too short"));
         assert!(matches!(
-            v(header(CLASS64, DATA_MSB, EM_X86_64, 0)),
+            v(header(ELFCLASS64, ELFDATA2MSB, EM_X86_64, 0)),
             Verdict::Fatal(_)
         ));
     }
 
     #[test]
     fn arm_float_abis_do_not_mix_but_unmarked_objects_do() {
-        let hf = target(CLASS32, DATA_LSB, EM_ARM, 0x0500_0400);
+        let hf = target(ELFCLASS32, ELFDATA2LSB, EM_ARM, 0x0500_0400);
         assert_eq!(hf.name(), "armhf");
-        let v = |f| hf.verify(&RawHeader::parse(&header(CLASS32, DATA_LSB, EM_ARM, f)));
+        let v = |f| {
+            hf.verify(&RawHeader::parse(&header(
+                ELFCLASS32,
+                ELFDATA2LSB,
+                EM_ARM,
+                f,
+            )))
+        };
         assert_eq!(v(0x0500_0400), Verdict::Accept);
         assert_eq!(v(0x0500_0000), Verdict::Accept);
         assert_eq!(v(0x0500_0200), Verdict::Skip(Skip::WrongMachine(EM_ARM)));
@@ -513,30 +502,30 @@ mod tests {
     #[test]
     fn cache_flags_follow_glibc() {
         assert_eq!(
-            target(CLASS64, DATA_LSB, EM_X86_64, 0).cache_flags(),
+            target(ELFCLASS64, ELFDATA2LSB, EM_X86_64, 0).cache_flags(),
             vec![0x303]
         );
         assert_eq!(
-            target(CLASS32, DATA_LSB, EM_X86_64, 0).cache_flags(),
+            target(ELFCLASS32, ELFDATA2LSB, EM_X86_64, 0).cache_flags(),
             vec![0x803]
         );
         assert_eq!(
-            target(CLASS32, DATA_LSB, EM_386, 0).cache_flags(),
+            target(ELFCLASS32, ELFDATA2LSB, EM_386, 0).cache_flags(),
             vec![1, 3]
         );
         assert_eq!(
-            target(CLASS64, DATA_LSB, EM_AARCH64, 0).cache_flags(),
+            target(ELFCLASS64, ELFDATA2LSB, EM_AARCH64, 0).cache_flags(),
             vec![0xa03]
         );
         assert_eq!(
-            target(CLASS64, DATA_LSB, EM_RISCV, 5).cache_flags(),
+            target(ELFCLASS64, ELFDATA2LSB, EM_RISCV, 5).cache_flags(),
             vec![0x1003]
         );
     }
 
     #[test]
     fn fallback_directories() {
-        let t = target(CLASS64, DATA_LSB, EM_X86_64, 0);
+        let t = target(ELFCLASS64, ELFDATA2LSB, EM_X86_64, 0);
         assert_eq!(
             t.fallback_system_dirs(true),
             vec![

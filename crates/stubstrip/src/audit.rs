@@ -443,7 +443,7 @@ mod tests {
     use super::*;
     use ldso_model::fsview::dirname;
     use ldso_model::memfs::{dynamic_info as info, x86_64_settings, MemFs};
-    use ldso_model::target::{CLASS32, EM_386};
+    use object::elf::{ELFCLASS32, EM_386};
 
     const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
 
@@ -516,7 +516,7 @@ mod tests {
         fs.lib("/a/libfoo.so.1", ElfInfo::default())
             .lib("/b/libfoo.so.1", ElfInfo::default())
             .link("/c/libfoo.so.1", "/b/libfoo.so.1")
-            .elf("/d/libfoo.so.1", CLASS32, EM_386, ElfInfo::default());
+            .elf("/d/libfoo.so.1", ELFCLASS32, EM_386, ElfInfo::default());
         let i = info(&["libfoo.so.1"], Some("/d:/a:/b:/c"), None);
         let f = run(&fs, "/out/bin/app", &i);
         assert_eq!(codes(&f), vec!["SS002"]);
@@ -550,7 +550,7 @@ mod tests {
         let mut fs = base();
         fs.elf(
             "/out/lib32/libbar.so.1",
-            CLASS32,
+            ELFCLASS32,
             EM_386,
             ElfInfo::default(),
         );

@@ -126,7 +126,7 @@ fn audit_file(
         Ok(i) => i,
         Err(e) => return Outcome::Failed(e),
     };
-    if !info.dynamic || !matches!(header.e_type, 2 | 3) {
+    if !info.dynamic || !header.is_loadable() {
         return Outcome::NotAudited;
     }
     let target = Target::of(&header);
