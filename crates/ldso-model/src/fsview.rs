@@ -83,12 +83,27 @@ pub enum Probe {
     File(FileId, RawHeader),
 }
 
+/// Why the dynamic information of a file could not be read. The message does not name the file:
+/// the caller knows which one it asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadElfError {
+    /// Opening or reading the file failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The file is not an ELF file elfpatch can read (the message gives the offset).
+    #[error(transparent)]
+    Elf(#[from] elfpatch::Error),
+    /// Not an ELF file at all.
+    #[error("not an ELF file")]
+    NotElf,
+}
+
 /// The filesystem, as the loader model needs it.
 pub trait FsView {
     /// What is at `path`, following symlinks (the loader's `open` + first `read`).
     fn probe(&self, path: &[u8]) -> Probe;
     /// The dynamic information of the ELF file at `path`.
-    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, String>;
+    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, ReadElfError>;
     /// Whether `path` is a directory (symlinks followed).
     fn is_dir(&self, path: &[u8]) -> bool;
     /// `path` with every symlink resolved, if it exists.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use elfpatch::Elf;
 
-use crate::fsview::{Bytes, ElfInfo, FileId, FsView, Probe, MAX_LINKS};
+use crate::fsview::{Bytes, ElfInfo, FileId, FsView, Probe, ReadElfError, MAX_LINKS};
 use crate::target::RawHeader;
 
 /// The disk, seen from `root` (`/` when `None`) the way a `chroot` would see it: absolute
@@ -144,11 +144,11 @@ impl FsView for HostFs {
         )
     }
 
-    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, String> {
-        let host = self.host_path(path).map_err(|e| e.to_string())?;
-        let f = File::open(&host).map_err(|e| e.to_string())?;
-        let len = f.metadata().map_err(|e| e.to_string())?.len();
-        let elf = Elf::read_file(&f, len).map_err(|e| e.to_string())?;
+    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, ReadElfError> {
+        let host = self.host_path(path)?;
+        let f = File::open(&host)?;
+        let len = f.metadata()?.len();
+        let elf = Elf::read_file(&f, len)?;
         Ok(ElfInfo::of(&elf))
     }
 

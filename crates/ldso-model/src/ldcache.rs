@@ -20,7 +20,7 @@ const HWCAP_ISA_LEVEL_MASK: u64 = (1 << 10) - 1;
 
 /// One cache entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub struct CacheEntry {
     /// `FLAG_ELF_LIBC6` combined with an architecture flag (`0x303` for x86-64, ...).
     pub flags: i32,
     /// The library name (its SONAME, or file name).
@@ -33,7 +33,7 @@ pub struct Entry {
     pub hwcap: u64,
 }
 
-impl Entry {
+impl CacheEntry {
     /// Whether the entry is for a library in a `glibc-hwcaps` subdirectory.
     pub fn is_hwcaps_subdir(&self) -> bool {
         (self.hwcap >> 32) & !HWCAP_ISA_LEVEL_MASK == HWCAP_EXTENSION >> 32
@@ -44,16 +44,35 @@ impl Entry {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LdCache {
     /// The entries, in file order (sorted by key the way ldconfig sorts them).
-    pub entries: Vec<Entry>,
+    pub entries: Vec<CacheEntry>,
 }
 
 /// Why the cache could not be used (the loader then silently goes on without it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CacheError(pub String);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    /// The file ends inside a header.
+    #[error("truncated header")]
+    TruncatedHeader,
+    /// Only the `ld.so-1.7.0` format, which current loaders do not read.
+    #[error("old libc5-era format without the glibc-ld.so.cache1.1 part")]
+    OldFormatOnly,
+    /// Neither magic.
+    #[error("not an ld.so.cache file")]
+    NotACache,
+    /// The header's byte-order field holds the value ldconfig writes for a broken cache.
+    #[error("header marks the cache as invalid")]
+    MarkedInvalid,
+    /// Written for a loader of the other byte order.
+    #[error("written for the other byte order; the loader ignores it")]
+    OtherByteOrder,
+    /// The header counts more entries than the file holds.
+    #[error("{0} entries do not fit in the file")]
+    TooManyEntries(usize),
+}
 
 /// What a lookup found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Lookup {
+pub struct CacheLookup {
     /// The path the loader takes, if any.
     pub chosen: Option<Vec<u8>>,
     /// Entries for the same name that the loader does not take, with the reason.
@@ -91,42 +110,34 @@ impl LdCache {
         let new_at = if bytes.starts_with(NEW_MAGIC) {
             0
         } else if bytes.starts_with(OLD_MAGIC) {
-            let n = u32_at(bytes, 12, big_endian_target)
-                .ok_or_else(|| CacheError("truncated header".into()))? as usize;
+            let n =
+                u32_at(bytes, 12, big_endian_target).ok_or(CacheError::TruncatedHeader)? as usize;
             // The new format follows the old entries, aligned like `struct cache_file_new` (8).
             let end = OLD_HEADER.saturating_add(n.saturating_mul(OLD_ENTRY));
             let aligned = end.checked_add(7).map(|e| e & !7).unwrap_or(usize::MAX);
             match bytes.get(aligned..) {
                 Some(rest) if rest.starts_with(NEW_MAGIC) => aligned,
-                _ => {
-                    return Err(CacheError(
-                        "old libc5-era format without the glibc-ld.so.cache1.1 part".into(),
-                    ))
-                }
+                _ => return Err(CacheError::OldFormatOnly),
             }
         } else {
-            return Err(CacheError("not an ld.so.cache file".into()));
+            return Err(CacheError::NotACache);
         };
         let cache = &bytes[new_at..];
         if cache.len() < NEW_HEADER {
-            return Err(CacheError("truncated header".into()));
+            return Err(CacheError::TruncatedHeader);
         }
         let big = match cache[28] & 3 {
             0 => big_endian_target,
             2 => false,
             3 => true,
-            _ => return Err(CacheError("header marks the cache as invalid".into())),
+            _ => return Err(CacheError::MarkedInvalid),
         };
         if big != big_endian_target {
-            return Err(CacheError(
-                "written for the other byte order; the loader ignores it".into(),
-            ));
+            return Err(CacheError::OtherByteOrder);
         }
         let nlibs = u32_at(cache, 20, big).unwrap_or(0) as usize;
         if (cache.len() - NEW_HEADER) / NEW_ENTRY < nlibs {
-            return Err(CacheError(format!(
-                "{nlibs} entries do not fit in the file"
-            )));
+            return Err(CacheError::TooManyEntries(nlibs));
         }
         let mut entries = Vec::with_capacity(nlibs);
         for i in 0..nlibs {
@@ -138,7 +149,7 @@ impl LdCache {
                 // The loader verifies offsets per entry and skips bad ones.
                 continue;
             };
-            entries.push(Entry {
+            entries.push(CacheEntry {
                 flags,
                 key,
                 value,
@@ -154,8 +165,8 @@ impl LdCache {
     /// `_dl_cache_libcmp`: digit runs numerically), the first acceptable plain entry wins.
     /// Entries for `glibc-hwcaps` subdirectories and entries with legacy hwcap or platform bits
     /// depend on the CPU that runs the program: they are never chosen here, only reported.
-    pub fn lookup(&self, name: &[u8], accepted: &[i32]) -> Lookup {
-        let mut out = Lookup::default();
+    pub fn lookup(&self, name: &[u8], accepted: &[i32]) -> CacheLookup {
+        let mut out = CacheLookup::default();
         for e in self.entries.iter().filter(|e| libcmp_eq(name, &e.key)) {
             let why = if !accepted.contains(&e.flags) {
                 Some(format!(
@@ -312,7 +323,7 @@ mod tests {
         assert_eq!(l.passed_over.len(), 4);
         let l = c.lookup(b"libfoo.so.1", &[1, 3]);
         assert_eq!(l.chosen.as_deref(), Some(&b"/lib32/libfoo.so.1"[..]));
-        assert_eq!(c.lookup(b"libbar.so.1", &[0x303]), Lookup::default());
+        assert_eq!(c.lookup(b"libbar.so.1", &[0x303]), CacheLookup::default());
     }
 
     #[test]

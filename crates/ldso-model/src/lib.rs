@@ -14,7 +14,7 @@
 //! ```
 //! use ldso_model::fsview::ElfInfo;
 //! use ldso_model::memfs::{dynamic_info, x86_64_settings, MemFs};
-//! use ldso_model::resolve::{resolve, Outcome, Program};
+//! use ldso_model::resolve::{resolve, LookupOutcome, Program};
 //!
 //! let mut fs = MemFs::default();
 //! fs.lib("/opt/lib/libfoo.so.1", ElfInfo::default());
@@ -25,7 +25,7 @@
 //! };
 //! let found = resolve(program, &[], &x86_64_settings(None), &fs);
 //! let request = &found.requests[0];
-//! assert!(matches!(request.outcome, Outcome::Loaded(..)));
+//! assert!(matches!(request.outcome, LookupOutcome::Loaded(..)));
 //! ```
 
 pub mod fsview;

@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
-use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe, MAX_LINKS};
+use crate::fsview::{
+    absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe, ReadElfError, MAX_LINKS,
+};
 use crate::ldcache::LdCache;
-use crate::settings::{Interpreter, Settings};
+use crate::settings::{Interpreter, LoaderSettings};
 use crate::target::{RawHeader, Target};
 use object::elf::{ELFCLASS32, ELFCLASS64, ELFDATA2LSB, EM_X86_64, ET_DYN, EV_CURRENT};
 
@@ -32,8 +34,8 @@ pub struct MemFs {
 /// The settings of an x86-64 glibc loader whose default directories are `/lib/` and `/usr/lib/`
 /// (`$LIB` is `lib`, `$PLATFORM` `x86_64`, `LD_LIBRARY_PATH` unset), with `cache` as its
 /// `ld.so.cache`.
-pub fn x86_64_settings(cache: Option<LdCache>) -> Settings {
-    Settings {
+pub fn x86_64_settings(cache: Option<LdCache>) -> LoaderSettings {
+    LoaderSettings {
         target: Target::of(&RawHeader::parse(&header(ELFCLASS64, EM_X86_64))),
         system_dirs: vec![b"/lib/".to_vec(), b"/usr/lib/".to_vec()],
         lib: b"lib".to_vec(),
@@ -184,10 +186,10 @@ impl FsView for MemFs {
         }
     }
 
-    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, String> {
+    fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, ReadElfError> {
         match self.resolve(path) {
             Some((_, Node::Elf(_, info))) => Ok(info.clone()),
-            _ => Err("not an ELF file".into()),
+            _ => Err(ReadElfError::NotElf),
         }
     }
 

@@ -27,8 +27,8 @@
 use std::collections::VecDeque;
 
 use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe};
-use crate::settings::Settings;
-use crate::target::{Skip, Verdict};
+use crate::settings::LoaderSettings;
+use crate::target::{SkipReason, Verdict};
 use object::elf::ELFCLASS64;
 
 /// The values dynamic string tokens expand to for one object.
@@ -137,7 +137,7 @@ pub fn expand_list(list: &[u8], seps: &[u8], d: &Dst) -> Vec<SearchDir> {
 
 /// Where a lookup looked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum SearchStep {
     /// A name containing `/`, opened as it is.
     Direct,
     /// `DT_RPATH` of this object.
@@ -154,7 +154,7 @@ pub enum Step {
 
 /// Why a candidate was passed over.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Passed {
+pub enum PassReason {
     /// No such file.
     Missing,
     /// Permission denied.
@@ -171,20 +171,20 @@ pub enum Passed {
     Nodeflib,
 }
 
-impl Passed {
+impl PassReason {
     /// A short description.
     pub fn describe(&self) -> String {
         match self {
-            Passed::Missing => "missing".into(),
-            Passed::Denied => "permission denied".into(),
-            Passed::WrongClass(c) => format!(
+            PassReason::Missing => "missing".into(),
+            PassReason::Denied => "permission denied".into(),
+            PassReason::WrongClass(c) => format!(
                 "wrong ELF class (ELFCLASS{})",
                 if *c == ELFCLASS64 { 64 } else { 32 }
             ),
-            Passed::WrongMachine(m) => format!("wrong machine or ABI (e_machine {m})"),
-            Passed::Unreadable(e) => e.clone(),
-            Passed::CacheEntry(w) => format!("cache entry {w}"),
-            Passed::Nodeflib => {
+            PassReason::WrongMachine(m) => format!("wrong machine or ABI (e_machine {m})"),
+            PassReason::Unreadable(e) => e.clone(),
+            PassReason::CacheEntry(w) => format!("cache entry {w}"),
+            PassReason::Nodeflib => {
                 "cache entry in a default directory, and the requester has DF_1_NODEFLIB".into()
             }
         }
@@ -197,9 +197,9 @@ pub struct Attempt {
     /// The path tried.
     pub path: Bytes,
     /// Which step tried it.
-    pub step: Step,
+    pub step: SearchStep,
     /// Why it was not taken.
-    pub why: Passed,
+    pub why: PassReason,
 }
 
 /// How an already loaded object satisfied a request.
@@ -210,27 +210,27 @@ pub enum Reuse {
     /// Its `DT_SONAME` is the name.
     Soname,
     /// The search found the same file again (same device and inode) at this path.
-    SameFile(Bytes, Step),
+    SameFile(Bytes, SearchStep),
 }
 
 /// The result of one lookup.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum LookupOutcome {
     /// A new object was loaded from its path, found at this step.
-    Loaded(usize, Step),
+    Loaded(usize, SearchStep),
     /// An object loaded before.
     AlreadyLoaded(usize, Reuse),
     /// Nothing was found; `true` when a file of the other ELF class was seen.
     NotFound(bool),
     /// The loader stops here: the file at this path cannot be loaded.
-    Failed(Bytes, Step, String),
+    Failed(Bytes, SearchStep, String),
     /// The name itself is unusable.
     BadName(String),
 }
 
 /// What kind of object this is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum ObjectKind {
     /// The program being explained.
     Main,
     /// The program interpreter (`ld.so` itself).
@@ -243,11 +243,11 @@ pub enum Kind {
 
 /// A loaded object.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Object {
+pub struct LoadedObject {
     /// The path it was opened at (the loader's `l_name`).
     pub path: Bytes,
     /// What it is.
-    pub kind: Kind,
+    pub kind: ObjectKind,
     /// Its dynamic information.
     pub info: ElfInfo,
     /// Its file identity (not recorded for the program and the interpreter).
@@ -262,7 +262,7 @@ pub struct Object {
 
 /// One lookup.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
+pub struct LibraryRequest {
     /// The object whose `DT_NEEDED` (or `dlopen`) asked.
     pub requester: usize,
     /// The name as written.
@@ -272,7 +272,7 @@ pub struct Request {
     /// Whether this models a `dlopen` from the program rather than a `DT_NEEDED` entry.
     pub dlopen: bool,
     /// The result.
-    pub outcome: Outcome,
+    pub outcome: LookupOutcome,
     /// Candidates passed over, in the order tried.
     pub passed: Vec<Attempt>,
     /// Things worth knowing that the model does not decide (hwcaps subdirectories, ...).
@@ -283,22 +283,22 @@ pub struct Request {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resolution {
     /// Objects in load order: the program first, then the interpreter (if any).
-    pub objects: Vec<Object>,
+    pub objects: Vec<LoadedObject>,
     /// Lookups in the order the loader makes them.
-    pub requests: Vec<Request>,
+    pub requests: Vec<LibraryRequest>,
 }
 
 impl Resolution {
     /// How a step is described: `RUNPATH of /usr/bin/foo`, `ld.so.cache`, ...
-    pub fn step_label(&self, step: Step) -> String {
+    pub fn step_label(&self, step: SearchStep) -> String {
         let name = |i: usize| String::from_utf8_lossy(&self.objects[i].path).into_owned();
         match step {
-            Step::Direct => "path in DT_NEEDED".into(),
-            Step::Rpath(i) => format!("RPATH of {}", name(i)),
-            Step::LdLibraryPath => "LD_LIBRARY_PATH".into(),
-            Step::Runpath(i) => format!("RUNPATH of {}", name(i)),
-            Step::Cache => "ld.so.cache".into(),
-            Step::DefaultDirs => "default directories".into(),
+            SearchStep::Direct => "path in DT_NEEDED".into(),
+            SearchStep::Rpath(i) => format!("RPATH of {}", name(i)),
+            SearchStep::LdLibraryPath => "LD_LIBRARY_PATH".into(),
+            SearchStep::Runpath(i) => format!("RUNPATH of {}", name(i)),
+            SearchStep::Cache => "ld.so.cache".into(),
+            SearchStep::DefaultDirs => "default directories".into(),
         }
     }
 }
@@ -321,23 +321,28 @@ enum Try {
 }
 
 struct Resolver<'a> {
-    s: &'a Settings,
+    s: &'a LoaderSettings,
     fs: &'a dyn FsView,
-    objects: Vec<Object>,
-    requests: Vec<Request>,
+    objects: Vec<LoadedObject>,
+    requests: Vec<LibraryRequest>,
     other_class: bool,
-    last_step: Option<Step>,
+    last_step: Option<SearchStep>,
 }
 
 /// Resolves every dependency of `program`, then each of `dlopen` as if the program called
 /// `dlopen(name)` after starting.
-pub fn resolve(program: Program, dlopen: &[Bytes], s: &Settings, fs: &dyn FsView) -> Resolution {
+pub fn resolve(
+    program: Program,
+    dlopen: &[Bytes],
+    s: &LoaderSettings,
+    fs: &dyn FsView,
+) -> Resolution {
     let mut r = Resolver {
         s,
         fs,
-        objects: vec![Object {
+        objects: vec![LoadedObject {
             path: program.path,
-            kind: Kind::Main,
+            kind: ObjectKind::Main,
             info: program.info,
             id: None,
             origin: Some(program.origin),
@@ -349,9 +354,9 @@ pub fn resolve(program: Program, dlopen: &[Bytes], s: &Settings, fs: &dyn FsView
         last_step: None,
     };
     if let Some(i) = &s.interpreter {
-        r.objects.push(Object {
+        r.objects.push(LoadedObject {
             path: i.path.clone(),
-            kind: Kind::Interpreter,
+            kind: ObjectKind::Interpreter,
             info: ElfInfo {
                 soname: i.soname.clone(),
                 ..ElfInfo::default()
@@ -398,7 +403,7 @@ impl Resolver<'_> {
     fn loaded_by_name(&self, name: &[u8]) -> Option<(usize, Reuse)> {
         self.objects.iter().enumerate().find_map(|(i, o)| {
             let by_name =
-                o.kind != Kind::Main && (o.path == name || o.names.iter().any(|n| n == name));
+                o.kind != ObjectKind::Main && (o.path == name || o.names.iter().any(|n| n == name));
             if by_name {
                 Some((i, Reuse::Name))
             } else if o.info.soname.as_deref() == Some(name) {
@@ -410,12 +415,12 @@ impl Resolver<'_> {
     }
 
     fn request(&mut self, requester: usize, name: &[u8], dlopen: bool) {
-        let mut req = Request {
+        let mut req = LibraryRequest {
             requester,
             name: name.to_vec(),
             expanded: name.to_vec(),
             dlopen,
-            outcome: Outcome::NotFound(false),
+            outcome: LookupOutcome::NotFound(false),
             passed: Vec::new(),
             notes: Vec::new(),
         };
@@ -424,14 +429,14 @@ impl Resolver<'_> {
                 Some(e) if !e.is_empty() => req.expanded = e,
                 _ => {
                     req.outcome =
-                        Outcome::BadName("empty dynamic string token substitution".into());
+                        LookupOutcome::BadName("empty dynamic string token substitution".into());
                     self.requests.push(req);
                     return;
                 }
             }
         }
         if let Some((i, how)) = self.loaded_by_name(&req.expanded) {
-            req.outcome = Outcome::AlreadyLoaded(i, how);
+            req.outcome = LookupOutcome::AlreadyLoaded(i, how);
             self.requests.push(req);
             return;
         }
@@ -439,14 +444,14 @@ impl Resolver<'_> {
         self.last_step = None;
         let name = req.expanded.clone();
         let found = if name.contains(&b'/') {
-            self.try_file(&mut req, name.clone(), Step::Direct)
+            self.try_file(&mut req, name.clone(), SearchStep::Direct)
         } else {
             self.search(&mut req, requester, &name)
         };
-        let step = self.last_step.take().unwrap_or(Step::Direct);
+        let step = self.last_step.take().unwrap_or(SearchStep::Direct);
         req.outcome = match found {
-            Try::Next => Outcome::NotFound(self.other_class),
-            Try::Fatal(path, msg) => Outcome::Failed(path, step, msg),
+            Try::Next => LookupOutcome::NotFound(self.other_class),
+            Try::Fatal(path, msg) => LookupOutcome::Failed(path, step, msg),
             Try::Found(path, id) => self.found(&mut req, requester, dlopen, path, id, step),
         };
         self.requests.push(req);
@@ -454,31 +459,31 @@ impl Resolver<'_> {
 
     fn found(
         &mut self,
-        req: &mut Request,
+        req: &mut LibraryRequest,
         requester: usize,
         dlopen: bool,
         path: Bytes,
         id: FileId,
-        step: Step,
-    ) -> Outcome {
+        step: SearchStep,
+    ) -> LookupOutcome {
         let same = self.objects.iter().position(|o| o.id == Some(id));
         if let Some(i) = same {
             if !self.objects[i].names.contains(&req.expanded) {
                 self.objects[i].names.push(req.expanded.clone());
             }
-            return Outcome::AlreadyLoaded(i, Reuse::SameFile(path, step));
+            return LookupOutcome::AlreadyLoaded(i, Reuse::SameFile(path, step));
         }
         let info = match self.fs.read_elf(&path) {
             Ok(info) => info,
-            Err(e) => return Outcome::Failed(path, step, e),
+            Err(e) => return LookupOutcome::Failed(path, step, e.to_string()),
         };
         let origin = dirname(&absolute(&path, &self.fs.cwd()));
-        self.objects.push(Object {
+        self.objects.push(LoadedObject {
             path,
             kind: if dlopen {
-                Kind::Dlopened
+                ObjectKind::Dlopened
             } else {
-                Kind::Library
+                ObjectKind::Library
             },
             info,
             id: Some(id),
@@ -486,33 +491,39 @@ impl Resolver<'_> {
             loader: if dlopen { None } else { Some(requester) },
             names: vec![req.expanded.clone()],
         });
-        Outcome::Loaded(self.objects.len() - 1, step)
+        LookupOutcome::Loaded(self.objects.len() - 1, step)
     }
 
-    fn try_file(&mut self, req: &mut Request, path: Bytes, step: Step) -> Try {
+    fn try_file(&mut self, req: &mut LibraryRequest, path: Bytes, step: SearchStep) -> Try {
         self.last_step = Some(step);
         let why = match self.fs.probe(&path) {
-            Probe::Missing => Passed::Missing,
-            Probe::Denied => Passed::Denied,
-            Probe::Failed(e) => Passed::Unreadable(e),
+            Probe::Missing => PassReason::Missing,
+            Probe::Denied => PassReason::Denied,
+            Probe::Failed(e) => PassReason::Unreadable(e),
             Probe::Directory => {
                 return Try::Fatal(path, "cannot read file data: Is a directory".into())
             }
             Probe::File(id, h) => match self.s.target.verify(&h) {
                 Verdict::Accept => return Try::Found(path, id),
-                Verdict::Fatal(m) => return Try::Fatal(path, m),
-                Verdict::Skip(Skip::WrongClass(c)) => {
+                Verdict::Fatal(e) => return Try::Fatal(path, e.to_string()),
+                Verdict::Skip(SkipReason::WrongClass(c)) => {
                     self.other_class = true;
-                    Passed::WrongClass(c)
+                    PassReason::WrongClass(c)
                 }
-                Verdict::Skip(Skip::WrongMachine(m)) => Passed::WrongMachine(m),
+                Verdict::Skip(SkipReason::WrongMachine(m)) => PassReason::WrongMachine(m),
             },
         };
         req.passed.push(Attempt { path, step, why });
         Try::Next
     }
 
-    fn try_dirs(&mut self, req: &mut Request, dirs: &[SearchDir], name: &[u8], step: Step) -> Try {
+    fn try_dirs(
+        &mut self,
+        req: &mut LibraryRequest,
+        dirs: &[SearchDir],
+        name: &[u8],
+        step: SearchStep,
+    ) -> Try {
         for d in dirs {
             self.note_hwcaps(req, &d.dir, name);
             let mut path = d.dir.clone();
@@ -525,7 +536,7 @@ impl Resolver<'_> {
         Try::Next
     }
 
-    fn note_hwcaps(&self, req: &mut Request, dir: &[u8], name: &[u8]) {
+    fn note_hwcaps(&self, req: &mut LibraryRequest, dir: &[u8], name: &[u8]) {
         let subdirs = self.s.target.hwcaps_subdirs();
         if subdirs.is_empty() {
             return;
@@ -561,7 +572,7 @@ impl Resolver<'_> {
         }
     }
 
-    fn search(&mut self, req: &mut Request, requester: usize, name: &[u8]) -> Try {
+    fn search(&mut self, req: &mut LibraryRequest, requester: usize, name: &[u8]) -> Try {
         let info = self.objects[requester].info.clone();
         if info.runpath.is_none() {
             let mut did_main = false;
@@ -569,7 +580,7 @@ impl Resolver<'_> {
             while let Some(i) = l {
                 let dirs = self.rpath_dirs(i);
                 if !dirs.is_empty() {
-                    match self.try_dirs(req, &dirs, name, Step::Rpath(i)) {
+                    match self.try_dirs(req, &dirs, name, SearchStep::Rpath(i)) {
                         Try::Next => {}
                         t => return t,
                     }
@@ -579,7 +590,7 @@ impl Resolver<'_> {
             }
             if !did_main {
                 let dirs = self.rpath_dirs(0);
-                match self.try_dirs(req, &dirs, name, Step::Rpath(0)) {
+                match self.try_dirs(req, &dirs, name, SearchStep::Rpath(0)) {
                     Try::Next => {}
                     t => return t,
                 }
@@ -587,14 +598,14 @@ impl Resolver<'_> {
         }
         if let Some(llp) = self.s.ld_library_path.clone() {
             let dirs = expand_list(&llp, b":;", &self.dst(0));
-            match self.try_dirs(req, &dirs, name, Step::LdLibraryPath) {
+            match self.try_dirs(req, &dirs, name, SearchStep::LdLibraryPath) {
                 Try::Next => {}
                 t => return t,
             }
         }
         if let Some(rp) = &info.runpath {
             let dirs = expand_list(rp, b":", &self.dst(requester));
-            match self.try_dirs(req, &dirs, name, Step::Runpath(requester)) {
+            match self.try_dirs(req, &dirs, name, SearchStep::Runpath(requester)) {
                 Try::Next => {}
                 t => return t,
             }
@@ -604,19 +615,19 @@ impl Resolver<'_> {
             for (path, why) in lookup.passed_over {
                 req.passed.push(Attempt {
                     path,
-                    step: Step::Cache,
-                    why: Passed::CacheEntry(why),
+                    step: SearchStep::Cache,
+                    why: PassReason::CacheEntry(why),
                 });
             }
             if let Some(path) = lookup.chosen {
                 if info.nodeflib() && self.s.system_dirs.iter().any(|d| path.starts_with(d)) {
                     req.passed.push(Attempt {
                         path,
-                        step: Step::Cache,
-                        why: Passed::Nodeflib,
+                        step: SearchStep::Cache,
+                        why: PassReason::Nodeflib,
                     });
                 } else {
-                    match self.try_file(req, path, Step::Cache) {
+                    match self.try_file(req, path, SearchStep::Cache) {
                         Try::Next => {}
                         t => return t,
                     }
@@ -637,7 +648,7 @@ impl Resolver<'_> {
                 dir: d.clone(),
             })
             .collect();
-        self.try_dirs(req, &dirs, name, Step::DefaultDirs)
+        self.try_dirs(req, &dirs, name, SearchStep::DefaultDirs)
     }
 }
 
@@ -710,13 +721,13 @@ mod tests {
             .map(|q| {
                 let name = String::from_utf8_lossy(&q.expanded).into_owned();
                 let (path, how) = match &q.outcome {
-                    Outcome::Loaded(i, st) => (r.objects[*i].path.clone(), r.step_label(*st)),
-                    Outcome::AlreadyLoaded(i, how) => {
+                    LookupOutcome::Loaded(i, st) => (r.objects[*i].path.clone(), r.step_label(*st)),
+                    LookupOutcome::AlreadyLoaded(i, how) => {
                         (r.objects[*i].path.clone(), format!("already: {how:?}"))
                     }
-                    Outcome::NotFound(oc) => (b"-".to_vec(), format!("not found {oc}")),
-                    Outcome::Failed(p, _, e) => (p.clone(), format!("failed: {e}")),
-                    Outcome::BadName(e) => (b"-".to_vec(), e.clone()),
+                    LookupOutcome::NotFound(oc) => (b"-".to_vec(), format!("not found {oc}")),
+                    LookupOutcome::Failed(p, _, e) => (p.clone(), format!("failed: {e}")),
+                    LookupOutcome::BadName(e) => (b"-".to_vec(), e.clone()),
                 };
                 (name, String::from_utf8_lossy(&path).into_owned(), how)
             })
@@ -746,7 +757,7 @@ mod tests {
             )
             .lib("/rp-exe/libg.so", ElfInfo::default());
         let cache = LdCache {
-            entries: vec![crate::ldcache::Entry {
+            entries: vec![crate::ldcache::CacheEntry {
                 flags: 0x303,
                 key: b"libe.so".to_vec(),
                 value: b"/cached/libe.so".to_vec(),
@@ -809,8 +820,8 @@ mod tests {
                 .map(|a| a.why.clone())
                 .collect::<Vec<_>>(),
             vec![
-                Passed::WrongClass(ELFCLASS32),
-                Passed::WrongMachine(EM_AARCH64)
+                PassReason::WrongClass(ELFCLASS32),
+                PassReason::WrongMachine(EM_AARCH64)
             ]
         );
         assert_eq!(s[1].2, "not found true");
@@ -878,9 +889,9 @@ mod tests {
         let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
         assert_eq!(
             r.requests[1].outcome,
-            Outcome::AlreadyLoaded(
+            LookupOutcome::AlreadyLoaded(
                 2,
-                Reuse::SameFile(b"/l/libalias.so.1".to_vec(), Step::Runpath(0))
+                Reuse::SameFile(b"/l/libalias.so.1".to_vec(), SearchStep::Runpath(0))
             )
         );
     }
@@ -892,14 +903,14 @@ mod tests {
             .lib("/opt/libq.so.1", ElfInfo::default());
         let cache = LdCache {
             entries: vec![
-                crate::ldcache::Entry {
+                crate::ldcache::CacheEntry {
                     flags: 0x303,
                     key: b"libq.so.1".to_vec(),
                     value: b"/opt/libq.so.1".to_vec(),
                     osversion: 0,
                     hwcap: 0,
                 },
-                crate::ldcache::Entry {
+                crate::ldcache::CacheEntry {
                     flags: 0x303,
                     key: b"libz.so.1".to_vec(),
                     value: b"/lib/libz.so.1".to_vec(),
@@ -913,7 +924,7 @@ mod tests {
         let r = resolve(program(exe), &[], &x86_64_settings(Some(cache)), &fs);
         let s = summary(&r);
         assert_eq!(s[0].2, "not found false");
-        assert_eq!(r.requests[0].passed[0].why, Passed::Nodeflib);
+        assert_eq!(r.requests[0].passed[0].why, PassReason::Nodeflib);
         assert_eq!(s[1], row("libq.so.1", "/opt/libq.so.1", "ld.so.cache"));
     }
 

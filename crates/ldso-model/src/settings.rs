@@ -26,7 +26,7 @@ pub struct Interpreter {
 
 /// Everything the loader knows before it looks at the program's dependencies.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Settings {
+pub struct LoaderSettings {
     /// The loader's architecture (the program's).
     pub target: Target,
     /// The default directories, each ending in `/`.
@@ -47,7 +47,7 @@ pub struct Settings {
 
 /// Values given on the command line, overriding what is read or guessed.
 #[derive(Clone, Debug, Default)]
-pub struct Overrides {
+pub struct SettingsOverrides {
     /// `--ld-library-path` (`Some(empty)`: unset).
     pub ld_library_path: Option<Bytes>,
     /// `--platform`.
@@ -60,7 +60,7 @@ pub struct Overrides {
 
 /// Where each setting came from, for the report.
 #[derive(Clone, Debug, Default)]
-pub struct Provenance {
+pub struct SettingsProvenance {
     /// How the default directories were found.
     pub system_dirs: String,
     /// What happened with the cache.
@@ -153,13 +153,13 @@ fn host_x86_64_platform() -> Option<(&'static str, &'static str)> {
 }
 
 /// Builds the loader's settings for a program of `target` whose `PT_INTERP` is `interp`.
-pub fn settings(
+pub fn read_settings(
     target: Target,
     interp: Option<&[u8]>,
     fs: &HostFs,
-    o: &Overrides,
-) -> (Settings, Provenance) {
-    let mut prov = Provenance::default();
+    o: &SettingsOverrides,
+) -> (LoaderSettings, SettingsProvenance) {
+    let mut prov = SettingsProvenance::default();
     let interp_path: Option<Bytes> = o
         .interpreter
         .clone()
@@ -244,11 +244,7 @@ pub fn settings(
                 Some(c)
             }
             Err(e) => {
-                prov.cache = format!(
-                    "{}: not used: {}",
-                    String::from_utf8_lossy(&cache_path),
-                    e.0
-                );
+                prov.cache = format!("{}: not used: {}", String::from_utf8_lossy(&cache_path), e);
                 None
             }
         },
@@ -287,7 +283,7 @@ pub fn settings(
         path,
     });
     (
-        Settings {
+        LoaderSettings {
             target,
             system_dirs,
             lib,

@@ -99,7 +99,7 @@ impl RawHeader {
 
 /// Why the loader passes over a candidate file and goes on searching.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Skip {
+pub enum SkipReason {
     /// `ELFCLASS32` where `ELFCLASS64` is wanted or the reverse.
     WrongClass(u8),
     /// Another `e_machine` (or another float ABI of the same machine).
@@ -112,9 +112,47 @@ pub enum Verdict {
     /// The file is loaded.
     Accept,
     /// The file is silently passed over.
-    Skip(Skip),
-    /// The load fails with this message (glibc's wording).
-    Fatal(String),
+    Skip(SkipReason),
+    /// The load fails.
+    Fatal(LoadError),
+}
+
+/// Why the loader stops at a file it opened (`open_verify`); the messages are glibc's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// Shorter than an ELF header of the loader's class.
+    #[error("file too short")]
+    TooShort,
+    /// No `\x7fELF` magic (a linker script, a text file).
+    #[error("invalid ELF header")]
+    NotElf,
+    /// Little-endian where the loader is big-endian.
+    #[error("ELF file data encoding not big-endian")]
+    NotBigEndian,
+    /// Big-endian where the loader is little-endian.
+    #[error("ELF file data encoding not little-endian")]
+    NotLittleEndian,
+    /// `EI_VERSION` is not `EV_CURRENT`.
+    #[error("ELF file version ident does not match current one")]
+    IdentVersion,
+    /// `ELFOSABI_SYSV` with a non-zero `EI_ABIVERSION`.
+    #[error("ELF file ABI version invalid")]
+    AbiVersion,
+    /// An OS ABI other than `ELFOSABI_SYSV` or `ELFOSABI_GNU`.
+    #[error("ELF file OS ABI invalid")]
+    OsAbi,
+    /// `EI_PAD` is not all zero.
+    #[error("nonzero padding in e_ident")]
+    Padding,
+    /// `e_version` is not `EV_CURRENT`.
+    #[error("ELF file version does not match current one")]
+    Version,
+    /// Neither `ET_EXEC` nor `ET_DYN`.
+    #[error("only ET_DYN and ET_EXEC can be loaded")]
+    FileType,
+    /// `e_phentsize` is not the size of a program header of the class.
+    #[error("ELF file's phentsize not the expected size")]
+    PhentSize,
 }
 
 /// The architecture a loader was built for, as far as library search cares: taken from the
@@ -196,47 +234,45 @@ impl Target {
     pub fn verify(&self, h: &RawHeader) -> Verdict {
         let ehdr_size = if self.class == ELFCLASS64 { 64 } else { 52 };
         if h.len < ehdr_size {
-            return Verdict::Fatal("file too short".into());
+            return Verdict::Fatal(LoadError::TooShort);
         }
         if !h.magic {
-            return Verdict::Fatal("invalid ELF header".into());
+            return Verdict::Fatal(LoadError::NotElf);
         }
         if h.class != self.class {
-            return Verdict::Skip(Skip::WrongClass(h.class));
+            return Verdict::Skip(SkipReason::WrongClass(h.class));
         }
         if h.data != self.data {
             return Verdict::Fatal(if self.data == ELFDATA2MSB {
-                "ELF file data encoding not big-endian".into()
+                LoadError::NotBigEndian
             } else {
-                "ELF file data encoding not little-endian".into()
+                LoadError::NotLittleEndian
             });
         }
         if h.ident_version != EV_CURRENT {
-            return Verdict::Fatal("ELF file version ident does not match current one".into());
+            return Verdict::Fatal(LoadError::IdentVersion);
         }
         // Linux accepts ELFOSABI_SYSV and ELFOSABI_GNU; SYSV requires ABI version 0.
         match h.osabi {
-            ELFOSABI_SYSV if h.abiversion != 0 => {
-                return Verdict::Fatal("ELF file ABI version invalid".into())
-            }
+            ELFOSABI_SYSV if h.abiversion != 0 => return Verdict::Fatal(LoadError::AbiVersion),
             ELFOSABI_SYSV | ELFOSABI_GNU => {}
-            _ => return Verdict::Fatal("ELF file OS ABI invalid".into()),
+            _ => return Verdict::Fatal(LoadError::OsAbi),
         }
         if !h.pad_zero {
-            return Verdict::Fatal("nonzero padding in e_ident".into());
+            return Verdict::Fatal(LoadError::Padding);
         }
         if h.version != u32::from(EV_CURRENT) {
-            return Verdict::Fatal("ELF file version does not match current one".into());
+            return Verdict::Fatal(LoadError::Version);
         }
         if !self.machine_matches(h) {
-            return Verdict::Skip(Skip::WrongMachine(h.machine));
+            return Verdict::Skip(SkipReason::WrongMachine(h.machine));
         }
         if !h.is_loadable() {
-            return Verdict::Fatal("only ET_DYN and ET_EXEC can be loaded".into());
+            return Verdict::Fatal(LoadError::FileType);
         }
         let phent = if self.class == ELFCLASS64 { 56 } else { 32 };
         if h.phentsize != phent {
-            return Verdict::Fatal("ELF file's phentsize not the expected size".into());
+            return Verdict::Fatal(LoadError::PhentSize);
         }
         Verdict::Accept
     }
@@ -465,16 +501,18 @@ mod tests {
         );
         assert_eq!(
             v(header(ELFCLASS32, ELFDATA2LSB, EM_386, 0)),
-            Verdict::Skip(Skip::WrongClass(ELFCLASS32))
+            Verdict::Skip(SkipReason::WrongClass(ELFCLASS32))
         );
         assert_eq!(
             v(header(ELFCLASS64, ELFDATA2LSB, EM_AARCH64, 0)),
-            Verdict::Skip(Skip::WrongMachine(EM_AARCH64))
+            Verdict::Skip(SkipReason::WrongMachine(EM_AARCH64))
         );
         assert!(
-            matches!(v(b"/* GNU ld script */ INPUT(libfoo.so.1) ...................................".to_vec()), Verdict::Fatal(m) if m == "invalid ELF header")
+            matches!(v(b"/* GNU ld script */ INPUT(libfoo.so.1) ...................................".to_vec()), Verdict::Fatal(e) if e == LoadError::NotElf && e.to_string() == "invalid ELF header")
         );
-        assert!(matches!(v(b"\x7fELF".to_vec()), Verdict::Fatal(m) if m == "file too short"));
+        assert!(
+            matches!(v(b"\x7fELF".to_vec()), Verdict::Fatal(e) if e.to_string() == "file too short")
+        );
         assert!(matches!(
             v(header(ELFCLASS64, ELFDATA2MSB, EM_X86_64, 0)),
             Verdict::Fatal(_)
@@ -495,7 +533,10 @@ mod tests {
         };
         assert_eq!(v(0x0500_0400), Verdict::Accept);
         assert_eq!(v(0x0500_0000), Verdict::Accept);
-        assert_eq!(v(0x0500_0200), Verdict::Skip(Skip::WrongMachine(EM_ARM)));
+        assert_eq!(
+            v(0x0500_0200),
+            Verdict::Skip(SkipReason::WrongMachine(EM_ARM))
+        );
         assert_eq!(hf.cache_flags(), vec![0x903, 3]);
     }
 

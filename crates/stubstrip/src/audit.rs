@@ -9,7 +9,7 @@ use crate::classify::StubMatcher;
 use crate::driver::is_driver_library;
 use ldso_model::fsview::{Bytes, ElfInfo, FileId, FsView, Probe};
 use ldso_model::resolve::{expand_dst, expand_list, Dst, SearchDir};
-use ldso_model::settings::Settings;
+use ldso_model::settings::LoaderSettings;
 use ldso_model::target::Verdict;
 
 /// How bad a finding is.
@@ -187,7 +187,7 @@ pub struct Subject<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Context<'a> {
     /// The loader's settings for the file's architecture.
-    pub settings: &'a Settings,
+    pub settings: &'a LoaderSettings,
     /// Which directories hold stubs.
     pub stubs: &'a StubMatcher,
     /// Build and temporary directories (no trailing `/`).

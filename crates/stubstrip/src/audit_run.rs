@@ -16,7 +16,7 @@ use crate::driver::RUNTIME_DIRS;
 use crate::walk;
 use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
 use ldso_model::hostfs::HostFs;
-use ldso_model::settings::{self, Overrides, Settings};
+use ldso_model::settings::{self, LoaderSettings, SettingsOverrides};
 use ldso_model::target::Target;
 
 /// Exit status: a finding at or above the `--deny` level.
@@ -102,7 +102,7 @@ enum Outcome {
     Failed(String),
 }
 
-type SettingsCache = Mutex<HashMap<(Target, Option<Bytes>), Arc<Settings>>>;
+type SettingsCache = Mutex<HashMap<(Target, Option<Bytes>), Arc<LoaderSettings>>>;
 
 fn audit_file(
     path: &std::path::Path,
@@ -124,7 +124,7 @@ fn audit_file(
     };
     let info = match host.read_elf(p) {
         Ok(i) => i,
-        Err(e) => return Outcome::Failed(e),
+        Err(e) => return Outcome::Failed(e.to_string()),
     };
     if !info.dynamic || !header.is_loadable() {
         return Outcome::NotAudited;
@@ -135,11 +135,11 @@ fn audit_file(
         let mut m = cache.lock().unwrap_or_else(|e| e.into_inner());
         m.entry(key)
             .or_insert_with(|| {
-                let (s, _) = settings::settings(
+                let (s, _) = settings::read_settings(
                     target,
                     info.interpreter.as_deref(),
                     &fs,
-                    &Overrides::default(),
+                    &SettingsOverrides::default(),
                 );
                 Arc::new(s)
             })

@@ -13,8 +13,10 @@ use crate::classify::StubMatcher;
 use crate::driver::{is_driver_library, RUNTIME_DIRS};
 use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
 use ldso_model::hostfs::HostFs;
-use ldso_model::resolve::{self, Kind, Outcome, Program, Request, Resolution, Reuse, Step};
-use ldso_model::settings::{self, Overrides, Provenance, Settings};
+use ldso_model::resolve::{
+    self, LibraryRequest, LookupOutcome, ObjectKind, Program, Resolution, Reuse, SearchStep,
+};
+use ldso_model::settings::{self, LoaderSettings, SettingsOverrides, SettingsProvenance};
 use ldso_model::target::Target;
 
 /// Exit status: something is not found, cannot load, or is a stub.
@@ -34,7 +36,7 @@ pub struct Config {
     /// Resolve as if this directory were `/`.
     pub root: Option<PathBuf>,
     /// Loader settings given on the command line.
-    pub overrides: Overrides,
+    pub overrides: SettingsOverrides,
     /// Which directories hold stubs.
     pub stubs: StubMatcher,
 }
@@ -158,27 +160,27 @@ struct Report {
     filtered: bool,
 }
 
-fn step_kind(step: Step) -> &'static str {
+fn step_kind(step: SearchStep) -> &'static str {
     match step {
-        Step::Direct => "direct",
-        Step::Rpath(_) => "RPATH",
-        Step::LdLibraryPath => "LD_LIBRARY_PATH",
-        Step::Runpath(_) => "RUNPATH",
-        Step::Cache => "ld.so.cache",
-        Step::DefaultDirs => "default directories",
+        SearchStep::Direct => "direct",
+        SearchStep::Rpath(_) => "RPATH",
+        SearchStep::LdLibraryPath => "LD_LIBRARY_PATH",
+        SearchStep::Runpath(_) => "RUNPATH",
+        SearchStep::Cache => "ld.so.cache",
+        SearchStep::DefaultDirs => "default directories",
     }
 }
 
-fn owner(res: &Resolution, step: Step) -> Option<String> {
+fn owner(res: &Resolution, step: SearchStep) -> Option<String> {
     match step {
-        Step::Rpath(i) | Step::Runpath(i) => Some(s(&res.objects[i].path)),
+        SearchStep::Rpath(i) | SearchStep::Runpath(i) => Some(s(&res.objects[i].path)),
         _ => None,
     }
 }
 
 fn lookup_view(
     res: &Resolution,
-    r: &Request,
+    r: &LibraryRequest,
     depth: usize,
     fs: &dyn FsView,
     m: &StubMatcher,
@@ -212,14 +214,14 @@ fn lookup_view(
     };
     let mut found: Option<(usize, Bytes)> = None;
     match &r.outcome {
-        Outcome::Loaded(i, step) => {
+        LookupOutcome::Loaded(i, step) => {
             v.result = "loaded";
             v.found_via = Some(step_kind(*step));
             v.search_list_of = owner(res, *step);
             v.loaded_here = true;
             found = Some((*i, res.objects[*i].path.clone()));
         }
-        Outcome::AlreadyLoaded(i, how) => {
+        LookupOutcome::AlreadyLoaded(i, how) => {
             v.result = "already_loaded";
             v.reused_by = Some(match how {
                 Reuse::Name => "name",
@@ -234,7 +236,7 @@ fn lookup_view(
                 found = Some((*i, res.objects[*i].path.clone()));
             }
         }
-        Outcome::NotFound(other_class) => {
+        LookupOutcome::NotFound(other_class) => {
             if *other_class {
                 v.error = Some(format!(
                     "wrong ELF class: only {} files of the other class were found",
@@ -242,14 +244,14 @@ fn lookup_view(
                 ));
             }
         }
-        Outcome::Failed(path, step, e) => {
+        LookupOutcome::Failed(path, step, e) => {
             v.result = "error";
             v.path = Some(s(path));
             v.found_via = Some(step_kind(*step));
             v.search_list_of = owner(res, *step);
             v.error = Some(e.clone());
         }
-        Outcome::BadName(e) => {
+        LookupOutcome::BadName(e) => {
             v.result = "error";
             v.error = Some(e.clone());
         }
@@ -258,7 +260,7 @@ fn lookup_view(
         v.object = Some(i);
         v.path = Some(s(&path));
         let o = &res.objects[i];
-        if matches!(o.kind, Kind::Library | Kind::Dlopened) {
+        if matches!(o.kind, ObjectKind::Library | ObjectKind::Dlopened) {
             let canonical = fs.canonical(&path);
             if let Some(dir) = stub_dir(&path, canonical.as_deref(), m) {
                 v.stub = Some(stub_mark(&r.expanded, o.info.soname.as_deref(), &dir));
@@ -268,10 +270,10 @@ fn lookup_view(
     v
 }
 
-fn wanted(r: &Request, res: &Resolution, names: &[Bytes]) -> bool {
+fn wanted(r: &LibraryRequest, res: &Resolution, names: &[Bytes]) -> bool {
     let base = |p: &[u8]| p.rsplit(|&c| c == b'/').next().unwrap_or(p).to_vec();
     let object_names = match &r.outcome {
-        Outcome::Loaded(i, _) | Outcome::AlreadyLoaded(i, _) => {
+        LookupOutcome::Loaded(i, _) | LookupOutcome::AlreadyLoaded(i, _) => {
             let o = &res.objects[*i];
             let mut v = vec![base(&o.path)];
             v.extend(o.info.soname.clone());
@@ -289,7 +291,7 @@ fn wanted(r: &Request, res: &Resolution, names: &[Bytes]) -> bool {
 fn build_lookups(res: &Resolution, c: &Config, fs: &dyn FsView) -> Vec<Lookup> {
     let mut depth = vec![0usize; res.objects.len()];
     for r in &res.requests {
-        if let Outcome::Loaded(i, _) = r.outcome {
+        if let LookupOutcome::Loaded(i, _) = r.outcome {
             depth[i] = depth[r.requester] + 1;
         }
     }
@@ -538,7 +540,7 @@ pub fn run(c: &Config) -> u8 {
     }
     let (path, origin) = locate_program(&c.file, &fs);
     let (settings, prov) =
-        settings::settings(target, info.interpreter.as_deref(), &fs, &c.overrides);
+        settings::read_settings(target, info.interpreter.as_deref(), &fs, &c.overrides);
     let program = Program { path, origin, info };
     let res = resolve::resolve(program, &c.libnames, &settings, &fs);
     let report = report(&res, &settings, &prov, c, &fs);
@@ -557,7 +559,13 @@ pub fn run(c: &Config) -> u8 {
     }
 }
 
-fn report(res: &Resolution, st: &Settings, prov: &Provenance, c: &Config, fs: &HostFs) -> Report {
+fn report(
+    res: &Resolution,
+    st: &LoaderSettings,
+    prov: &SettingsProvenance,
+    c: &Config,
+    fs: &HostFs,
+) -> Report {
     let lookups = build_lookups(res, c, fs);
     let mut summary = Summary::default();
     for l in &lookups {

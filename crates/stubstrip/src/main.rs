@@ -365,7 +365,7 @@ fn run_explain(a: ExplainArgs) -> ExitCode {
         libnames: a.libnames.into_iter().map(OsString::into_vec).collect(),
         json: a.json,
         root: a.root,
-        overrides: ldso_model::settings::Overrides {
+        overrides: ldso_model::settings::SettingsOverrides {
             ld_library_path: a.ld_library_path.map(OsString::into_vec),
             platform: a.platform.map(OsString::into_vec),
             interpreter: a.interpreter.map(OsString::into_vec),
