@@ -1,20 +1,25 @@
 //! `stubstrip`: replace CUDA stub directories in ELF run paths with the driver link.
 //!
-//! `main` only parses arguments and wires the pieces: [`classify`] decides, [`walk`] finds files,
-//! [`fix`] reads and edits one file, [`report`] says what happened. [`fixup`] is what the setup
-//! hook runs: fix, check, audit and the check-time fallback, with the hook's policy. `explain` and
-//! `audit` ([`audit`] decides, [`audit_run`] reads and reports) stand on the loader model of the
-//! `ldso-model` crate, and share [`driver`].
+//! `main` only parses arguments into each subcommand's configuration and hands it over. Every
+//! subcommand has the same shape: a pure core that decides and words the report, and a `run`
+//! module, the thin I/O layer that reads, writes and prints.
+//!
+//! - [`fix`] and [`check`] apply the stub [`rule`] to the run paths of every file [`walk`] lists,
+//!   reading them through [`elf_file`];
+//! - [`fixup`] is what the setup hook runs: fix, check, audit, the check-time fallback and the
+//!   check libraries for the consumers, with the hook's policy;
+//! - [`explain`] and [`audit`] stand on the loader model of the `ldso-model` crate and share
+//!   [`driver`].
 
 mod audit;
-mod audit_run;
-mod checklibs;
-mod classify;
+mod check;
 mod driver;
+mod elf_file;
 mod explain;
 mod fix;
 mod fixup;
-mod report;
+mod printout;
+mod rule;
 mod walk;
 
 use std::ffi::OsString;
@@ -23,14 +28,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rayon::prelude::*;
+use thiserror::Error;
 
-use classify::{Glob, Rule, StubMatcher};
+use audit::{AuditConfig, Severity};
+use check::CheckConfig;
+use explain::ExplainConfig;
+use fix::FixConfig;
+use fixup::{CheckLibsConfig, FixupConfig};
+use ldso_model::settings::SettingsOverrides;
+use rule::{Glob, RuleError, StubMatcher, StubRule};
 
-/// Exit status: a `check` found stub entries.
-const EXIT_CHECK_FAILED: u8 = 1;
-/// Exit status: some file could not be processed (named on stderr; left unchanged).
-const EXIT_FILE_ERRORS: u8 = 3;
+/// Exit status: the command line cannot be used.
+const EXIT_USAGE: u8 = 2;
 
 #[derive(Parser)]
 #[command(
@@ -229,8 +238,30 @@ struct FixArgs {
     print_removed: bool,
 }
 
-fn matcher(c: &CommonArgs) -> StubMatcher {
-    matcher_of(&c.stub_patterns)
+/// Why a command line that clap accepted still cannot be used.
+#[derive(Debug, Error)]
+enum UsageError {
+    /// The driver link or compat directory.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    /// `--propagate-check-hook` is written into a whitespace-separated file.
+    #[error(
+        "--propagate-check-hook must be one path without whitespace \
+         (it is written into nix-support/propagated-build-inputs)"
+    )]
+    CheckHookPath,
+    /// `fixup`'s stdout is the hook's.
+    #[error(
+        "--json cannot be used by the hook: stdout carries its instructions \
+         (remove it from stubstripFlags)"
+    )]
+    FixupJson,
+}
+
+/// Prints a usage error after `prefix` and returns its exit status.
+fn usage_error(prefix: &str, e: UsageError) -> ExitCode {
+    eprintln!("{prefix}: {e}");
+    ExitCode::from(EXIT_USAGE)
 }
 
 fn matcher_of(patterns: &[String]) -> StubMatcher {
@@ -248,93 +279,56 @@ fn pool(jobs: Option<usize>) {
     }
 }
 
-/// Fixes each file; the outcomes in the order of `files`.
-fn fix_files(rule: &Rule, files: &[PathBuf]) -> Vec<(PathBuf, fix::Outcome)> {
-    files
-        .par_iter()
-        .map(|p| (p.clone(), fix::fix(p, rule)))
-        .collect()
-}
-
-/// The stub entries left in each file, in the order of `files`.
-fn check_files(rule: &Rule, files: &[PathBuf]) -> Vec<(PathBuf, report::CheckResult)> {
-    files
-        .par_iter()
-        .map(|p| (p.clone(), fix::stubs_left(p, rule)))
-        .collect()
-}
-
 fn run_fix(a: FixArgs) -> ExitCode {
-    let rule = Rule {
+    let rule = StubRule {
         driver_link: a.driver_link.into_bytes(),
         compat: a.compat.map(String::into_bytes),
-        stubs: matcher(&a.common),
+        stubs: matcher_of(&a.common.stub_patterns),
     };
-    if let Err(msg) = rule.check() {
-        eprintln!("stubstrip: {msg}");
-        return ExitCode::from(2);
+    if let Err(e) = rule.check() {
+        return usage_error("stubstrip", e.into());
     }
     pool(a.common.jobs);
-    let (files, walk_errors) = walk::regular_files(&a.common.paths);
-    let results = fix_files(&rule, &files);
-    let r = report::FixReport::new(&rule, &results, &walk_errors);
-    r.print(a.common.verbose, a.common.json, a.print_removed);
-    if r.failed() {
-        ExitCode::from(EXIT_FILE_ERRORS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(fix::run::run(&FixConfig {
+        paths: a.common.paths,
+        rule,
+        verbose: a.common.verbose,
+        json: a.common.json,
+        print_removed: a.print_removed,
+    }))
 }
 
 fn run_check(a: CommonArgs) -> ExitCode {
-    let rule = Rule {
-        driver_link: b"/run/opengl-driver/lib".to_vec(),
-        compat: None,
-        stubs: matcher(&a),
-    };
     pool(a.jobs);
-    let (files, walk_errors) = walk::regular_files(&a.paths);
-    let results = check_files(&rule, &files);
-    let r = report::CheckReport::new(&results, &walk_errors);
-    r.print(a.verbose, a.json);
-    if r.stub_entries() > 0 {
-        ExitCode::from(EXIT_CHECK_FAILED)
-    } else if r.failed() {
-        ExitCode::from(EXIT_FILE_ERRORS)
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::from(check::run::run(&CheckConfig {
+        stubs: matcher_of(&a.stub_patterns),
+        paths: a.paths,
+        verbose: a.verbose,
+        json: a.json,
+    }))
 }
 
 fn run_fixup(a: FixupArgs) -> ExitCode {
+    const PREFIX: &str = "stubstrip fixup";
     if a.json {
-        eprintln!(
-            "stubstrip fixup: --json cannot be used by the hook: stdout carries its instructions \
-             (remove it from stubstripFlags)"
-        );
-        return ExitCode::from(2);
+        return usage_error(PREFIX, UsageError::FixupJson);
     }
     let _ = a.print_removed;
-    let rule = Rule {
+    let rule = StubRule {
         driver_link: a.driver_link.unwrap_or(a.default_driver_link).into_bytes(),
         compat: a.compat.map(String::into_bytes),
         stubs: matcher_of(&a.stub_patterns),
     };
-    if let Err(msg) = rule.check() {
-        eprintln!("stubstrip fixup: {msg}");
-        return ExitCode::from(2);
+    if let Err(e) = rule.check() {
+        return usage_error(PREFIX, e.into());
     }
     if let Some(h) = &a.propagate_check_hook {
         if h.is_empty() || h.contains(char::is_whitespace) {
-            eprintln!(
-                "stubstrip fixup: --propagate-check-hook must be one path without whitespace \
-                 (it is written into nix-support/propagated-build-inputs)"
-            );
-            return ExitCode::from(2);
+            return usage_error(PREFIX, UsageError::CheckHookPath);
         }
     }
     let check_libs =
-        (!a.no_propagate_check_fallback && !a.outputs.is_empty()).then(|| fixup::CheckLibsConfig {
+        (!a.no_propagate_check_fallback && !a.outputs.is_empty()).then(|| CheckLibsConfig {
             outputs: a.outputs,
             check_hook: a.propagate_check_hook,
             store_dir: a
@@ -343,7 +337,7 @@ fn run_fixup(a: FixupArgs) -> ExitCode {
                 .unwrap_or_else(|| PathBuf::from("/nix/store")),
         });
     pool(a.jobs);
-    let c = fixup::Config {
+    ExitCode::from(fixup::run::run(&FixupConfig {
         paths: a.paths,
         rule,
         verbose: a.verbose,
@@ -355,47 +349,44 @@ fn run_fixup(a: FixupArgs) -> ExitCode {
             .map(OsString::into_vec)
             .unwrap_or_default(),
         check_libs,
-    };
-    ExitCode::from(fixup::run(&c))
+    }))
 }
 
 fn run_explain(a: ExplainArgs) -> ExitCode {
-    let c = explain::Config {
+    ExitCode::from(explain::run::run(&ExplainConfig {
         file: a.file,
         libnames: a.libnames.into_iter().map(OsString::into_vec).collect(),
         json: a.json,
         root: a.root,
-        overrides: ldso_model::settings::SettingsOverrides {
+        overrides: SettingsOverrides {
             ld_library_path: a.ld_library_path.map(OsString::into_vec),
             platform: a.platform.map(OsString::into_vec),
             interpreter: a.interpreter.map(OsString::into_vec),
             use_environment: true,
         },
         stubs: matcher_of(&a.stub_patterns),
-    };
-    ExitCode::from(explain::run(&c))
+    }))
 }
 
 fn run_audit(a: AuditArgs) -> ExitCode {
     if a.codes {
-        print!("{}", audit::codes_table());
+        print!("{}", audit::rules::codes_table());
         return ExitCode::SUCCESS;
     }
     pool(a.jobs);
-    let c = audit_run::Config {
+    ExitCode::from(audit::run::run(&AuditConfig {
         paths: a.paths,
         deny: match a.deny {
-            DenyLevel::Info => Some(audit::Severity::Info),
-            DenyLevel::Warning => Some(audit::Severity::Warning),
-            DenyLevel::Error => Some(audit::Severity::Error),
+            DenyLevel::Info => Some(Severity::Info),
+            DenyLevel::Warning => Some(Severity::Warning),
+            DenyLevel::Error => Some(Severity::Error),
             DenyLevel::Never => None,
         },
         json: a.json,
         build_dirs: a.build_dirs,
         stubs: matcher_of(&a.stub_patterns),
         root: a.root,
-    };
-    ExitCode::from(audit_run::run(&c))
+    }))
 }
 
 fn main() -> ExitCode {

@@ -1,45 +1,20 @@
-//! `stubstrip explain`: where each library of a program comes from, as glibc's loader would find
-//! it, without running the program; loud about CUDA stubs.
-//!
-//! [`ldso_model::settings`] reads the loader's settings, [`ldso_model::resolve`] decides, this module says it.
+//! What `explain` says: the lookups as a tree (or a list, for named libraries) and as JSON,
+//! loud about CUDA stubs. Pure: built from the model's [`Resolution`], written by
+//! [`super::run`].
 
-use std::io::Write;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::PathBuf;
+use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::classify::StubMatcher;
-use crate::driver::{is_driver_library, RUNTIME_DIRS};
-use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
-use ldso_model::hostfs::HostFs;
+use ldso_model::fsview::{dirname, Bytes, FsView};
 use ldso_model::resolve::{
-    self, LibraryRequest, LookupOutcome, ObjectKind, Program, Resolution, Reuse, SearchStep,
+    LibraryRequest, LookupOutcome, ObjectKind, Resolution, Reuse, SearchStep,
 };
-use ldso_model::settings::{self, LoaderSettings, SettingsOverrides, SettingsProvenance};
-use ldso_model::target::Target;
+use ldso_model::settings::{LoaderSettings, SettingsProvenance};
 
-/// Exit status: something is not found, cannot load, or is a stub.
-pub const EXIT_PROBLEMS: u8 = 1;
-/// Exit status: the file itself cannot be read.
-pub const EXIT_UNREADABLE: u8 = 3;
-
-/// What to explain, and how.
-#[derive(Clone, Debug, Default)]
-pub struct Config {
-    /// The program or library.
-    pub file: PathBuf,
-    /// Only these library names (each also looked up as if the program `dlopen`ed it).
-    pub libnames: Vec<Bytes>,
-    /// JSON on stdout instead of the tree.
-    pub json: bool,
-    /// Resolve as if this directory were `/`.
-    pub root: Option<PathBuf>,
-    /// Loader settings given on the command line.
-    pub overrides: SettingsOverrides,
-    /// Which directories hold stubs.
-    pub stubs: StubMatcher,
-}
+use crate::driver::{is_driver_library, RUNTIME_DIRS};
+use crate::printout::{json_text, Printout};
+use crate::rule::StubMatcher;
 
 fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -93,14 +68,14 @@ fn stub_mark(name: &[u8], soname: Option<&[u8]>, dir: &[u8]) -> StubMark {
 }
 
 #[derive(Serialize)]
-struct Passed {
+struct PassedOverView {
     path: String,
     via: String,
     reason: String,
 }
 
 #[derive(Serialize)]
-struct Lookup {
+struct LookupView {
     requested_by: String,
     name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,7 +92,7 @@ struct Lookup {
     reused_by: Option<&'static str>,
     stub: Option<StubMark>,
     error: Option<String>,
-    passed_over: Vec<Passed>,
+    passed_over: Vec<PassedOverView>,
     notes: Vec<String>,
     depth: usize,
     #[serde(skip)]
@@ -140,22 +115,23 @@ struct SettingsView {
 }
 
 #[derive(Serialize, Default)]
-struct Summary {
+struct ExplainSummary {
     loaded: usize,
     not_found: usize,
     errors: usize,
     stubs: usize,
 }
 
+/// The report of `stubstrip explain`.
 #[derive(Serialize)]
-struct Report {
+pub struct ExplainReport {
     command: &'static str,
     file: String,
     architecture: String,
     interpreter: Option<String>,
     settings: SettingsView,
-    lookups: Vec<Lookup>,
-    summary: Summary,
+    lookups: Vec<LookupView>,
+    summary: ExplainSummary,
     #[serde(skip)]
     filtered: bool,
 }
@@ -184,8 +160,8 @@ fn lookup_view(
     depth: usize,
     fs: &dyn FsView,
     m: &StubMatcher,
-) -> Lookup {
-    let mut v = Lookup {
+) -> LookupView {
+    let mut v = LookupView {
         requested_by: s(&res.objects[r.requester].path),
         name: s(&r.name),
         expanded: (r.expanded != r.name).then(|| s(&r.expanded)),
@@ -200,7 +176,7 @@ fn lookup_view(
         passed_over: r
             .passed
             .iter()
-            .map(|a| Passed {
+            .map(|a| PassedOverView {
                 path: s(&a.path),
                 via: res.step_label(a.step),
                 reason: a.why.describe(),
@@ -288,7 +264,12 @@ fn wanted(r: &LibraryRequest, res: &Resolution, names: &[Bytes]) -> bool {
 
 /// The lookups in the order the loader makes them, each with the depth of its requester in the
 /// "loaded by" tree.
-fn build_lookups(res: &Resolution, c: &Config, fs: &dyn FsView) -> Vec<Lookup> {
+fn build_lookups(
+    res: &Resolution,
+    libnames: &[Bytes],
+    stubs: &StubMatcher,
+    fs: &dyn FsView,
+) -> Vec<LookupView> {
     let mut depth = vec![0usize; res.objects.len()];
     for r in &res.requests {
         if let LookupOutcome::Loaded(i, _) = r.outcome {
@@ -297,15 +278,15 @@ fn build_lookups(res: &Resolution, c: &Config, fs: &dyn FsView) -> Vec<Lookup> {
     }
     res.requests
         .iter()
-        .filter(|r| c.libnames.is_empty() || wanted(r, res, &c.libnames))
-        .map(|r| lookup_view(res, r, depth[r.requester], fs, &c.stubs))
+        .filter(|r| libnames.is_empty() || wanted(r, res, libnames))
+        .map(|r| lookup_view(res, r, depth[r.requester], fs, stubs))
         .collect()
 }
 
 /// The order to print lookups in: depth-first along "loaded by", so that each library sits under
 /// the object that loaded it.
-fn tree_order(r: &Report) -> Vec<usize> {
-    fn walk(r: &Report, requester: usize, out: &mut Vec<usize>) {
+fn tree_order(r: &ExplainReport) -> Vec<usize> {
+    fn walk(r: &ExplainReport, requester: usize, out: &mut Vec<usize>) {
         for (k, l) in r.lookups.iter().enumerate() {
             if l.requester != requester {
                 continue;
@@ -324,8 +305,9 @@ fn tree_order(r: &Report) -> Vec<usize> {
     out
 }
 
-fn print_text(r: &Report) {
-    let mut o = std::io::stdout().lock();
+/// The human-readable report: the loader's settings, then every lookup.
+fn render_text(r: &ExplainReport) -> String {
+    let mut o = String::new();
     let _ = writeln!(
         o,
         "{}: {}{}",
@@ -365,7 +347,7 @@ fn print_text(r: &Report) {
         } else {
             "    ".repeat(l.depth)
         };
-        let via = |l: &Lookup| match (&l.found_via, &l.search_list_of) {
+        let via = |l: &LookupView| match (&l.found_via, &l.search_list_of) {
             (Some(k), Some(owner)) => format!("[{k} of {}]", base(owner)),
             (Some(k), None) => format!("[{k}]"),
             _ => String::new(),
@@ -463,139 +445,69 @@ fn print_text(r: &Report) {
         sm.stubs,
         if sm.stubs == 1 { "stub" } else { "stubs" }
     );
+    o
 }
 
-/// The program's path in the modelled system and its `$ORIGIN`.
-fn locate_program(file: &std::path::Path, fs: &HostFs) -> (Bytes, Bytes) {
-    let canonical = std::fs::canonicalize(file)
-        .map(|p| p.into_os_string().into_vec())
-        .unwrap_or_else(|_| file.as_os_str().as_bytes().to_vec());
-    match &fs.root {
-        Some(root) => {
-            let root = std::fs::canonicalize(root)
-                .map(|p| p.into_os_string().into_vec())
-                .unwrap_or_default();
-            match canonical.strip_prefix(root.as_slice()) {
-                Some(rest) if rest.starts_with(b"/") => (rest.to_vec(), dirname(rest)),
-                // Outside the root: as if installed at the same path inside it.
-                _ => (canonical.clone(), dirname(&canonical)),
+impl ExplainReport {
+    /// The report of a resolution: `libnames` (when not empty) selects the lookups to show,
+    /// `stubs` says which directories hold stubs, `fs` resolves the symlinks of found files.
+    pub fn new(
+        res: &Resolution,
+        st: &LoaderSettings,
+        prov: &SettingsProvenance,
+        libnames: &[Bytes],
+        stubs: &StubMatcher,
+        fs: &dyn FsView,
+    ) -> ExplainReport {
+        let lookups = build_lookups(res, libnames, stubs, fs);
+        let mut summary = ExplainSummary::default();
+        for l in &lookups {
+            match l.result {
+                "loaded" => summary.loaded += 1,
+                "not_found" => summary.not_found += 1,
+                "error" => summary.errors += 1,
+                _ => {}
+            }
+            if l.stub.is_some() && l.loaded_here {
+                summary.stubs += 1;
             }
         }
-        None => (file.as_os_str().as_bytes().to_vec(), dirname(&canonical)),
+        ExplainReport {
+            command: "explain",
+            file: s(&res.objects[0].path),
+            architecture: st.target.name(),
+            interpreter: st.interpreter.as_ref().map(|i| s(&i.path)),
+            settings: SettingsView {
+                default_dirs: st.system_dirs.iter().map(|d| s(d)).collect(),
+                default_dirs_from: prov.system_dirs.clone(),
+                cache: prov.cache.clone(),
+                ld_library_path: st.ld_library_path.as_ref().map(|p| s(p)),
+                lib: s(&st.lib),
+                platform: st.platform.as_ref().map(|p| s(p)),
+                platform_from: prov.platform.clone(),
+            },
+            lookups,
+            summary,
+            filtered: !libnames.is_empty(),
+        }
     }
-}
 
-/// Runs `explain`; returns the exit status.
-pub fn run(c: &Config) -> u8 {
-    let host = HostFs::default();
-    let fs = HostFs {
-        root: c.root.clone(),
-    };
-    let file = c.file.as_os_str().as_bytes();
-    let header = match host.probe(file) {
-        Probe::File(_, h) if h.magic => h,
-        Probe::File(..) => {
-            eprintln!("stubstrip: {}: not an ELF file", c.file.display());
-            return EXIT_UNREADABLE;
-        }
-        Probe::Missing => {
-            eprintln!("stubstrip: {}: no such file", c.file.display());
-            return EXIT_UNREADABLE;
-        }
-        Probe::Directory => {
-            eprintln!("stubstrip: {}: is a directory", c.file.display());
-            return EXIT_UNREADABLE;
-        }
-        Probe::Denied => {
-            eprintln!("stubstrip: {}: permission denied", c.file.display());
-            return EXIT_UNREADABLE;
-        }
-        Probe::Failed(e) => {
-            eprintln!("stubstrip: {}: {e}", c.file.display());
-            return EXIT_UNREADABLE;
-        }
-    };
-    let info = match host.read_elf(file) {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("stubstrip: {}: {e}", c.file.display());
-            return EXIT_UNREADABLE;
-        }
-    };
-    let target = Target::of(&header);
-    if !info.dynamic {
-        if c.json {
-            println!(
-                "{}",
-                serde_json::json!({"command": "explain", "file": c.file.display().to_string(),
-                    "architecture": target.name(), "static": true, "lookups": []})
-            );
-        } else {
-            println!(
-                "{}: statically linked: no libraries to find",
-                c.file.display()
-            );
-        }
-        return 0;
+    /// Whether something is not found, cannot load, or is a stub.
+    pub fn has_problems(&self) -> bool {
+        let sm = &self.summary;
+        sm.not_found + sm.errors + sm.stubs > 0
     }
-    let (path, origin) = locate_program(&c.file, &fs);
-    let (settings, prov) =
-        settings::read_settings(target, info.interpreter.as_deref(), &fs, &c.overrides);
-    let program = Program { path, origin, info };
-    let res = resolve::resolve(program, &c.libnames, &settings, &fs);
-    let report = report(&res, &settings, &prov, c, &fs);
-    if c.json {
-        let mut out = std::io::stdout().lock();
-        let _ = serde_json::to_writer_pretty(&mut out, &report);
-        let _ = writeln!(out);
-    } else {
-        print_text(&report);
-    }
-    let sm = &report.summary;
-    if sm.not_found + sm.errors + sm.stubs > 0 {
-        EXIT_PROBLEMS
-    } else {
-        0
-    }
-}
 
-fn report(
-    res: &Resolution,
-    st: &LoaderSettings,
-    prov: &SettingsProvenance,
-    c: &Config,
-    fs: &HostFs,
-) -> Report {
-    let lookups = build_lookups(res, c, fs);
-    let mut summary = Summary::default();
-    for l in &lookups {
-        match l.result {
-            "loaded" => summary.loaded += 1,
-            "not_found" => summary.not_found += 1,
-            "error" => summary.errors += 1,
-            _ => {}
+    /// The report's text: the tree on stdout, or with `json` the report.
+    pub fn render(&self, json: bool) -> Printout {
+        Printout {
+            stderr: String::new(),
+            stdout: if json {
+                json_text(self)
+            } else {
+                render_text(self)
+            },
         }
-        if l.stub.is_some() && l.loaded_here {
-            summary.stubs += 1;
-        }
-    }
-    Report {
-        command: "explain",
-        file: s(&res.objects[0].path),
-        architecture: st.target.name(),
-        interpreter: st.interpreter.as_ref().map(|i| s(&i.path)),
-        settings: SettingsView {
-            default_dirs: st.system_dirs.iter().map(|d| s(d)).collect(),
-            default_dirs_from: prov.system_dirs.clone(),
-            cache: prov.cache.clone(),
-            ld_library_path: st.ld_library_path.as_ref().map(|p| s(p)),
-            lib: s(&st.lib),
-            platform: st.platform.as_ref().map(|p| s(p)),
-            platform_from: prov.platform.clone(),
-        },
-        lookups,
-        summary,
-        filtered: !c.libnames.is_empty(),
     }
 }
 

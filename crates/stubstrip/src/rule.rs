@@ -127,11 +127,19 @@ impl StubMatcher {
             || components.any(is_stubs_output)
             || self.patterns.iter().any(|g| g.matches(entry))
     }
+
+    /// The stub entries of a colon-separated run path, in order.
+    pub fn stub_entries<'a>(&self, runpath: &'a [u8]) -> Vec<&'a [u8]> {
+        runpath
+            .split(|&c| c == b':')
+            .filter(|e| self.is_stub(e))
+            .collect()
+    }
 }
 
 /// What replaces stub entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rule {
+pub struct StubRule {
     /// The driver link directory (`/run/opengl-driver/lib`).
     pub driver_link: Vec<u8>,
     /// A `cuda_compat` directory to keep immediately before the driver link (Jetson).
@@ -140,50 +148,58 @@ pub struct Rule {
     pub stubs: StubMatcher,
 }
 
+/// Why a [`StubRule`] cannot be used: one of its own directories is not a directory or would
+/// count as a stub.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    /// The driver link is empty or holds a `:`.
+    #[error("the driver link must be one non-empty directory")]
+    DriverLinkNotOneDirectory,
+    /// The driver link matches the stub matcher.
+    #[error("the driver link {0} itself matches the stub rule")]
+    DriverLinkIsStub(String),
+    /// The compat directory is empty or holds a `:`.
+    #[error("the compat directory must be one non-empty directory")]
+    CompatNotOneDirectory,
+    /// The compat directory matches the stub matcher.
+    #[error("the compat directory {0} itself matches the stub rule")]
+    CompatIsStub(String),
+    /// The compat directory is the driver link.
+    #[error("the compat directory and the driver link are the same")]
+    CompatIsDriverLink,
+}
+
 /// The result of applying the rule to one run path.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rewrite {
+pub struct RunpathRewrite {
     /// The new run path.
     pub new: Vec<u8>,
     /// The stub entries that were removed, in order.
     pub removed: Vec<Vec<u8>>,
 }
 
-impl Rule {
+impl StubRule {
     /// Why the rule itself is unusable, if it is (its own directories would count as stubs).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), RuleError> {
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         if self.driver_link.is_empty() || self.driver_link.contains(&b':') {
-            return Err("the driver link must be one non-empty directory".into());
+            return Err(RuleError::DriverLinkNotOneDirectory);
         }
         if self.stubs.is_stub(&self.driver_link) {
-            return Err(format!(
-                "the driver link {} itself matches the stub rule",
-                String::from_utf8_lossy(&self.driver_link)
-            ));
+            return Err(RuleError::DriverLinkIsStub(lossy(&self.driver_link)));
         }
         if let Some(c) = &self.compat {
             if c.is_empty() || c.contains(&b':') {
-                return Err("the compat directory must be one non-empty directory".into());
+                return Err(RuleError::CompatNotOneDirectory);
             }
             if self.stubs.is_stub(c) {
-                return Err(format!(
-                    "the compat directory {} itself matches the stub rule",
-                    String::from_utf8_lossy(c)
-                ));
+                return Err(RuleError::CompatIsStub(lossy(c)));
             }
             if *c == self.driver_link {
-                return Err("the compat directory and the driver link are the same".into());
+                return Err(RuleError::CompatIsDriverLink);
             }
         }
         Ok(())
-    }
-
-    /// The stub entries of a run path, in order.
-    pub fn stub_entries<'a>(&self, runpath: &'a [u8]) -> Vec<&'a [u8]> {
-        runpath
-            .split(|&c| c == b':')
-            .filter(|e| self.stubs.is_stub(e))
-            .collect()
     }
 
     /// Applies the rule to a colon-separated run path; `None` when nothing changes.
@@ -193,7 +209,7 @@ impl Rule {
     ///   entry is dropped;
     /// - otherwise the first stub entry becomes the driver link and later stub entries are dropped;
     /// - with a compat directory, it sits immediately before the driver link (once).
-    pub fn rewrite(&self, runpath: &[u8]) -> Option<Rewrite> {
+    pub fn rewrite(&self, runpath: &[u8]) -> Option<RunpathRewrite> {
         let entries: Vec<&[u8]> = runpath.split(|&c| c == b':').collect();
         let driver = self.driver_link.as_slice();
         let compat = self.compat.as_deref();
@@ -227,7 +243,7 @@ impl Rule {
             }
         }
         let new = out.join(&b':');
-        (new != runpath).then_some(Rewrite { new, removed })
+        (new != runpath).then_some(RunpathRewrite { new, removed })
     }
 }
 
@@ -238,15 +254,15 @@ mod tests {
 
     const HASH: &str = "0123456789abcdfghijklmnpqrsvwxyz";
 
-    fn rule(compat: Option<&str>) -> Rule {
-        Rule {
+    fn rule(compat: Option<&str>) -> StubRule {
+        StubRule {
             driver_link: b"/run/opengl-driver/lib".to_vec(),
             compat: compat.map(|c| c.as_bytes().to_vec()),
             stubs: StubMatcher::default(),
         }
     }
 
-    fn rw(r: &Rule, s: &str) -> String {
+    fn rw(r: &StubRule, s: &str) -> String {
         match r.rewrite(s.as_bytes()) {
             Some(x) => String::from_utf8(x.new).unwrap(),
             None => s.to_string(),
@@ -311,6 +327,30 @@ mod tests {
             ),
             "/nix/store/c-cuda_compat/compat:/run/opengl-driver/lib"
         );
+    }
+
+    #[test]
+    fn a_rule_whose_own_directories_are_stubs_is_refused_naming_them() {
+        let mut r = rule(Some("/x/compat/stubs"));
+        assert_eq!(
+            r.check(),
+            Err(RuleError::CompatIsStub("/x/compat/stubs".into()))
+        );
+        assert_eq!(
+            r.check().unwrap_err().to_string(),
+            "the compat directory /x/compat/stubs itself matches the stub rule"
+        );
+        r.compat = Some(b"/run/opengl-driver/lib".to_vec());
+        assert_eq!(r.check(), Err(RuleError::CompatIsDriverLink));
+        r.compat = None;
+        r.driver_link = b"/a:/b".to_vec();
+        assert_eq!(r.check(), Err(RuleError::DriverLinkNotOneDirectory));
+        r.driver_link = b"/usr/local/cuda/lib64/stubs".to_vec();
+        assert_eq!(
+            r.check().unwrap_err().to_string(),
+            "the driver link /usr/local/cuda/lib64/stubs itself matches the stub rule"
+        );
+        assert_eq!(rule(None).check(), Ok(()));
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! The audit rules: from one parsed ELF file and a view of the filesystem to findings.
 //!
-//! Pure: everything the rules read comes in through [`Subject`], [`Context`] and
-//! [`FsView`], so the rules are tested on in-memory trees; [`crate::audit_run`] does the I/O.
+//! Pure: everything the rules read comes in through [`AuditSubject`], [`AuditContext`] and
+//! [`FsView`], so the rules are tested on in-memory trees; [`super::run`] does the I/O.
 
 use serde::Serialize;
 
-use crate::classify::StubMatcher;
 use crate::driver::is_driver_library;
+use crate::rule::StubMatcher;
 use ldso_model::fsview::{Bytes, ElfInfo, FileId, FsView, Probe};
 use ldso_model::resolve::{expand_dst, expand_list, Dst, SearchDir};
 use ldso_model::settings::LoaderSettings;
@@ -37,7 +37,7 @@ impl Severity {
 
 /// One kind of finding: its stable code, severity, what it means and how to fix it.
 #[derive(Clone, Copy, Debug)]
-pub struct Rule {
+pub struct AuditRule {
     /// `SS001`, ...
     pub code: &'static str,
     /// Its severity.
@@ -49,56 +49,56 @@ pub struct Rule {
 }
 
 /// A stub directory in RUNPATH or RPATH.
-pub const STUB_ENTRY: Rule = Rule {
+pub const STUB_ENTRY: AuditRule = AuditRule {
     code: "SS001",
     severity: Severity::Error,
     title: "CUDA stub directory in RUNPATH/RPATH",
     fix: "run `stubstrip fix` on the output: the stub entry becomes the driver link",
 };
 /// A NEEDED library present in more than one directory of the run path.
-pub const AMBIGUOUS: Rule = Rule {
+pub const AMBIGUOUS: AuditRule = AuditRule {
     code: "SS002",
     severity: Severity::Warning,
     title: "ambiguous run path: a NEEDED library is in more than one of its directories",
     fix: "keep one directory that provides the library; the loader silently takes the first",
 };
 /// A run path entry in the build or a temporary directory.
-pub const BUILD_DIR: Rule = Rule {
+pub const BUILD_DIR: AuditRule = AuditRule {
     code: "SS003",
     severity: Severity::Error,
     title: "run path entry inside the build or a temporary directory",
     fix: "remove the entry (it does not exist at run time); use $ORIGIN for the output's own libraries",
 };
 /// A run path entry that does not exist.
-pub const MISSING_DIR: Rule = Rule {
+pub const MISSING_DIR: AuditRule = AuditRule {
     code: "SS004",
     severity: Severity::Warning,
     title: "run path entry does not exist",
     fix: "remove the entry, or install the library it was meant to provide",
 };
 /// A relative run path entry.
-pub const RELATIVE: Rule = Rule {
+pub const RELATIVE: AuditRule = AuditRule {
     code: "SS005",
     severity: Severity::Error,
     title: "relative run path entry not anchored at $ORIGIN",
     fix: "write it as $ORIGIN/DIR or an absolute path: relative entries follow the process's current directory",
 };
 /// A NEEDED library found nowhere.
-pub const NOT_FOUND: Rule = Rule {
+pub const NOT_FOUND: AuditRule = AuditRule {
     code: "SS006",
     severity: Severity::Warning,
     title: "NEEDED library found neither in the run path, ld.so.cache nor the default directories",
     fix: "add the directory of the library to RUNPATH (or its package to the inputs); it loads now only if another object loaded it first",
 };
 /// DT_RPATH without DT_RUNPATH.
-pub const RPATH_ONLY: Rule = Rule {
+pub const RPATH_ONLY: AuditRule = AuditRule {
     code: "SS007",
     severity: Severity::Warning,
     title: "DT_RPATH where DT_RUNPATH is meant",
     fix: "link with -Wl,--enable-new-dtags or set it as RUNPATH: RPATH overrides LD_LIBRARY_PATH and is inherited by every library the file loads",
 };
 /// A NEEDED library of a store file found only on the host system.
-pub const HOST_ONLY: Rule = Rule {
+pub const HOST_ONLY: AuditRule = AuditRule {
     code: "SS008",
     severity: Severity::Info,
     title: "NEEDED library of a Nix store file resolves only from the host system",
@@ -106,7 +106,7 @@ pub const HOST_ONLY: Rule = Rule {
 };
 
 /// Every rule, in code order (the table in EXPLAIN.md).
-pub const RULES: &[Rule] = &[
+pub const RULES: &[AuditRule] = &[
     STUB_ENTRY,
     AMBIGUOUS,
     BUILD_DIR,
@@ -134,7 +134,7 @@ pub fn codes_table() -> String {
 
 /// One finding about one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Finding {
+pub struct AuditFinding {
     /// The rule's code.
     pub code: &'static str,
     /// The rule's severity.
@@ -157,9 +157,9 @@ pub struct Finding {
     pub directories: Vec<String>,
 }
 
-impl Finding {
-    fn new(rule: Rule, message: String) -> Finding {
-        Finding {
+impl AuditFinding {
+    fn new(rule: AuditRule, message: String) -> AuditFinding {
+        AuditFinding {
             code: rule.code,
             severity: rule.severity,
             message,
@@ -174,7 +174,7 @@ impl Finding {
 
 /// The file being audited.
 #[derive(Clone, Copy, Debug)]
-pub struct Subject<'a> {
+pub struct AuditSubject<'a> {
     /// Its path.
     pub path: &'a [u8],
     /// Its directory, symlinks resolved (`$ORIGIN`).
@@ -185,7 +185,7 @@ pub struct Subject<'a> {
 
 /// What the rules need besides the file.
 #[derive(Clone, Copy, Debug)]
-pub struct Context<'a> {
+pub struct AuditContext<'a> {
     /// The loader's settings for the file's architecture.
     pub settings: &'a LoaderSettings,
     /// Which directories hold stubs.
@@ -213,7 +213,7 @@ fn under(path: &[u8], dir: &[u8]) -> bool {
 }
 
 /// Whether a file at `path` of this target is one the loader would take.
-fn accepted(fs: &dyn FsView, cx: &Context, path: &[u8]) -> Result<Option<FileId>, bool> {
+fn accepted(fs: &dyn FsView, cx: &AuditContext, path: &[u8]) -> Result<Option<FileId>, bool> {
     match fs.probe(path) {
         Probe::File(id, h) => match cx.settings.target.verify(&h) {
             Verdict::Accept => Ok(Some(id)),
@@ -225,7 +225,7 @@ fn accepted(fs: &dyn FsView, cx: &Context, path: &[u8]) -> Result<Option<FileId>
 }
 
 /// Where the loader's fallback steps (cache, default directories) find `name` for this file.
-fn system_lookup(fs: &dyn FsView, cx: &Context, info: &ElfInfo, name: &[u8]) -> Option<Bytes> {
+fn system_lookup(fs: &dyn FsView, cx: &AuditContext, info: &ElfInfo, name: &[u8]) -> Option<Bytes> {
     let st = cx.settings;
     if let Some(cache) = &st.cache {
         if let Some(p) = cache.lookup(name, &st.target.cache_flags()).chosen {
@@ -246,7 +246,7 @@ fn system_lookup(fs: &dyn FsView, cx: &Context, info: &ElfInfo, name: &[u8]) -> 
 }
 
 /// Every finding for one file.
-pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
+pub fn audit(f: &AuditSubject, cx: &AuditContext, fs: &dyn FsView) -> Vec<AuditFinding> {
     let st = cx.settings;
     let dst = Dst {
         origin: Some(f.origin),
@@ -260,8 +260,8 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
     for (tag, value) in [("RUNPATH", &info.runpath), ("RPATH", &info.rpath)] {
         let Some(v) = value else { continue };
         for entry in v.split(|&c| c == b':') {
-            let with = |rule: Rule, message: String| {
-                let mut x = Finding::new(rule, message);
+            let with = |rule: AuditRule, message: String| {
+                let mut x = AuditFinding::new(rule, message);
                 x.tag = Some(tag);
                 x.entry = Some(s(entry));
                 x
@@ -326,7 +326,7 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
     }
 
     if let (Some(rp), None) = (&info.rpath, &info.runpath) {
-        let mut x = Finding::new(RPATH_ONLY, format!("DT_RPATH {} without DT_RUNPATH", s(rp)));
+        let mut x = AuditFinding::new(RPATH_ONLY, format!("DT_RPATH {} without DT_RUNPATH", s(rp)));
         x.tag = Some("RPATH");
         x.entry = Some(s(rp));
         out.push(x);
@@ -358,7 +358,8 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
         };
         if name.contains(&b'/') {
             if !matches!(accepted(fs, cx, &name), Ok(Some(_))) {
-                let mut x = Finding::new(NOT_FOUND, format!("NEEDED {} does not exist", s(raw)));
+                let mut x =
+                    AuditFinding::new(NOT_FOUND, format!("NEEDED {} does not exist", s(raw)));
                 x.library = Some(s(raw));
                 out.push(x);
             }
@@ -388,7 +389,7 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
         }
         if hits.len() > 1 {
             let listed: Vec<String> = hits.iter().map(|(d, _)| s(&d.entry)).collect();
-            let mut x = Finding::new(
+            let mut x = AuditFinding::new(
                 AMBIGUOUS,
                 format!(
                     "{} is in {} {tag} directories: {}; the loader takes {}",
@@ -408,7 +409,7 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
         }
         match system_lookup(fs, cx, info, &name) {
             Some(p) if in_store => {
-                let mut x = Finding::new(
+                let mut x = AuditFinding::new(
                     HOST_ONLY,
                     format!("{} resolves only from the host system: {}", s(&name), s(&p)),
                 );
@@ -418,7 +419,7 @@ pub fn audit(f: &Subject, cx: &Context, fs: &dyn FsView) -> Vec<Finding> {
             Some(_) => {}
             None if is_driver_library(&name) => {}
             None => {
-                let mut x = Finding::new(
+                let mut x = AuditFinding::new(
                     NOT_FOUND,
                     format!(
                         "{} is found neither in {tag}, ld.so.cache nor the default directories{}",
@@ -447,12 +448,12 @@ mod tests {
 
     const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
 
-    fn run(fs: &MemFs, path: &str, i: &ElfInfo) -> Vec<Finding> {
+    fn run(fs: &MemFs, path: &str, i: &ElfInfo) -> Vec<AuditFinding> {
         let st = x86_64_settings(None);
         let stubs = StubMatcher::default();
         let build = vec![b"/build".to_vec()];
         let runtime = vec![b"/run/opengl-driver/lib".to_vec()];
-        let cx = Context {
+        let cx = AuditContext {
             settings: &st,
             stubs: &stubs,
             build_dirs: &build,
@@ -460,7 +461,7 @@ mod tests {
         };
         let origin = dirname(path.as_bytes());
         audit(
-            &Subject {
+            &AuditSubject {
                 path: path.as_bytes(),
                 origin: &origin,
                 info: i,
@@ -470,7 +471,7 @@ mod tests {
         )
     }
 
-    fn codes(f: &[Finding]) -> Vec<&'static str> {
+    fn codes(f: &[AuditFinding]) -> Vec<&'static str> {
         f.iter().map(|x| x.code).collect()
     }
 

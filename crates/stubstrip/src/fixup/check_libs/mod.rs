@@ -12,15 +12,14 @@
 //! gains `stubstripCheckHook`, which puts the directory on `LD_LIBRARY_PATH` for C's checks when
 //! none of those directories holds the library in C's sandbox.
 //!
-//! [`plan`] decides (pure, over a [`Host`]); [`write`] is the only code here that writes.
+//! [`plan`] decides (pure, over a [`FileFacts`]); [`write`](mod@write) is the only code here that writes.
+
+pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::io;
-use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use thiserror::Error;
+use super::facts::FileFacts;
 
 /// The directory, under an output's `nix-support`, holding the check libraries.
 pub const CHECK_LIBS_DIR: &str = "stubstrip-check-libs";
@@ -35,7 +34,7 @@ pub const MAX_COPY_BYTES: u64 = 1 << 20;
 
 /// One file the fix changed, as the planning sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fixed {
+pub struct FixedFile {
     /// The file.
     pub path: PathBuf,
     /// Its `DT_NEEDED` entries.
@@ -46,34 +45,9 @@ pub struct Fixed {
     pub entries: Vec<String>,
 }
 
-/// What the planning needs to know about the file system.
-pub trait Host {
-    /// Whether `path` exists, following symlinks.
-    fn exists(&self, path: &Path) -> bool;
-    /// `path` with every symlink resolved, if it exists.
-    fn canonical(&self, path: &Path) -> Option<PathBuf>;
-    /// The size of the file at `path` (following symlinks).
-    fn size(&self, path: &Path) -> Option<u64>;
-}
-
-/// The real file system.
-pub struct HostFs;
-
-impl Host for HostFs {
-    fn exists(&self, path: &Path) -> bool {
-        path.exists()
-    }
-    fn canonical(&self, path: &Path) -> Option<PathBuf> {
-        fs::canonicalize(path).ok()
-    }
-    fn size(&self, path: &Path) -> Option<u64> {
-        fs::metadata(path).ok().map(|m| m.len())
-    }
-}
-
 /// How one check library is provided.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Source {
+pub enum CheckLibSource {
     /// A symlink to this file: the output references its store path anyway (or holds it).
     Link(PathBuf),
     /// A copy of this file: linking to it would add its store path to the output's closure.
@@ -84,27 +58,27 @@ pub enum Source {
 
 /// One library a consumer's checks will need.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Lib {
+pub struct CheckLib {
     /// The name the fixed file needs (`libcuda.so.1`).
     pub soname: String,
     /// Where it comes from.
-    pub source: Source,
+    pub source: CheckLibSource,
     /// The first fixed file that needs it.
     pub needed_by: PathBuf,
 }
 
 /// What to write into one output.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutputPlan {
+pub struct CheckLibsPlan {
     /// The output (a root given with `--output`).
     pub root: PathBuf,
     /// The libraries, in the order first met.
-    pub libs: Vec<Lib>,
+    pub libs: Vec<CheckLib>,
 }
 
 /// What the planning is given besides the fixed files.
 #[derive(Clone, Debug)]
-pub struct Settings<'a> {
+pub struct CheckLibsInput<'a> {
     /// The derivation's outputs.
     pub outputs: &'a [PathBuf],
     /// Where the driver's libraries will be at run time: the compat directory (if any), then the
@@ -124,24 +98,8 @@ pub fn store_path_of(path: &Path, store_dir: &Path) -> Option<PathBuf> {
 }
 
 /// Characters of Nix's base-32 alphabet (store path hashes).
-fn is_nix_base32(c: u8) -> bool {
+pub(crate) fn is_nix_base32(c: u8) -> bool {
     matches!(c, b'0'..=b'9' | b'a'..=b'd' | b'f'..=b'n' | b'p'..=b's' | b'v'..=b'z')
-}
-
-/// The store objects of `store_dir`, by hash (the 32 characters before the first `-`).
-pub fn store_index(store_dir: &Path) -> BTreeMap<Vec<u8>, PathBuf> {
-    let Ok(entries) = fs::read_dir(store_dir) else {
-        return BTreeMap::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| {
-            let name = e.file_name();
-            let b = name.as_encoded_bytes();
-            let hashed = b.len() > 33 && b[..32].iter().all(|&c| is_nix_base32(c)) && b[32] == b'-';
-            hashed.then(|| (b[..32].to_vec(), e.path()))
-        })
-        .collect()
 }
 
 /// The store objects of `index` whose hash occurs anywhere in `bytes`: what Nix's reference
@@ -195,8 +153,8 @@ fn output_of<'a>(file: &Path, outputs: &'a [PathBuf]) -> Option<&'a PathBuf> {
 /// first stub met for a name wins. A stub is linked when it lies in the output or its store path
 /// is named by a run path entry of a fixed file of that output (so the output references it
 /// already), copied when it is not bigger than [`MAX_COPY_BYTES`], else left out.
-pub fn plan(fixed: &[Fixed], s: &Settings, host: &dyn Host) -> Vec<OutputPlan> {
-    let mut plans: Vec<OutputPlan> = Vec::new();
+pub fn plan(fixed: &[FixedFile], s: &CheckLibsInput, host: &dyn FileFacts) -> Vec<CheckLibsPlan> {
+    let mut plans: Vec<CheckLibsPlan> = Vec::new();
     let mut found: Vec<(PathBuf, String, PathBuf, PathBuf)> = Vec::new();
     for f in fixed {
         let Some(root) = output_of(&f.path, s.outputs) else {
@@ -235,21 +193,21 @@ pub fn plan(fixed: &[Fixed], s: &Settings, host: &dyn Host) -> Vec<OutputPlan> {
         let linked = stub.starts_with(&root)
             || store_path_of(&stub, s.store_dir).is_some_and(|p| referenced.contains(&p));
         let source = if linked {
-            Source::Link(stub)
+            CheckLibSource::Link(stub)
         } else {
             match host.size(&stub) {
-                Some(n) if n > MAX_COPY_BYTES => Source::TooBig(stub, n),
-                _ => Source::Copy(stub),
+                Some(n) if n > MAX_COPY_BYTES => CheckLibSource::TooBig(stub, n),
+                _ => CheckLibSource::Copy(stub),
             }
         };
-        let lib = Lib {
+        let lib = CheckLib {
             soname,
             source,
             needed_by,
         };
         match plans.iter_mut().find(|p| p.root == root) {
             Some(p) => p.libs.push(lib),
-            None => plans.push(OutputPlan {
+            None => plans.push(CheckLibsPlan {
                 root,
                 libs: vec![lib],
             }),
@@ -276,158 +234,6 @@ pub fn with_propagated(existing: &str, hook: &str) -> Option<String> {
     s.push_str(hook);
     s.push(' ');
     Some(s)
-}
-
-/// Writing the check libraries failed; the message names the path.
-#[derive(Debug, Error)]
-#[error("{}: cannot {op}: {source}", path.display())]
-pub struct WriteError {
-    /// The path.
-    pub path: PathBuf,
-    /// What was being done.
-    pub op: &'static str,
-    /// The underlying error.
-    #[source]
-    pub source: io::Error,
-}
-
-fn io_err<'a>(path: &'a Path, op: &'static str) -> impl FnOnce(io::Error) -> WriteError + 'a {
-    move |source| WriteError {
-        path: path.to_path_buf(),
-        op,
-        source,
-    }
-}
-
-/// Writes `content` to `path` unless it holds exactly that already (a rerun changes nothing).
-fn write_if_changed(path: &Path, content: &[u8]) -> Result<(), WriteError> {
-    if fs::read(path).ok().as_deref() == Some(content) {
-        return Ok(());
-    }
-    fs::write(path, content).map_err(io_err(path, "write"))
-}
-
-/// Makes `path` a symlink to `target`, or a copy of it, unless it is one already. For a copy,
-/// returns the bytes copied.
-fn place(path: &Path, source: &Source) -> Result<Option<Vec<u8>>, WriteError> {
-    let existing = fs::symlink_metadata(path).ok();
-    match source {
-        Source::Link(target) => {
-            if existing.is_some() {
-                if fs::read_link(path).ok().as_deref() == Some(target.as_path()) {
-                    return Ok(None);
-                }
-                fs::remove_file(path).map_err(io_err(path, "replace"))?;
-            }
-            symlink(target, path).map_err(io_err(path, "create the symlink"))?;
-            Ok(None)
-        }
-        Source::Copy(from) => {
-            let bytes = fs::read(from).map_err(io_err(from, "read the stub"))?;
-            if existing.is_some_and(|m| m.is_file())
-                && fs::read(path).ok().as_deref() == Some(bytes.as_slice())
-            {
-                return Ok(Some(bytes));
-            }
-            // Through a temporary name and a rename: the old file may be read-only, and a
-            // half-written library must never be left under the real name.
-            let tmp = path.with_extension("stubstrip-tmp");
-            fs::write(&tmp, &bytes).map_err(io_err(&tmp, "write"))?;
-            fs::set_permissions(&tmp, fs::Permissions::from_mode(0o755))
-                .map_err(io_err(&tmp, "set the mode of"))?;
-            fs::rename(&tmp, path).map_err(io_err(path, "rename into place"))?;
-            Ok(Some(bytes))
-        }
-        Source::TooBig(..) => Ok(None),
-    }
-}
-
-/// Writes each plan: the check libraries, the driver directories, and `check_hook` (when given)
-/// in `propagated-build-inputs`. An output whose libraries were all too big gets nothing. Returns
-/// the lines for the build log: one per output, naming the store paths a copy brings into the
-/// output's closure (those in `store_dir` it names, the output itself aside).
-pub fn write(
-    plans: &[OutputPlan],
-    driver_dirs: &[String],
-    check_hook: Option<&str>,
-    store_dir: &Path,
-) -> Result<Vec<String>, WriteError> {
-    let mut notes = Vec::new();
-    for p in plans {
-        for lib in &p.libs {
-            if let Source::TooBig(stub, n) = &lib.source {
-                notes.push(format!(
-                    "consumers' checks: {} ({n} bytes) is too big to copy as a check library for {} (at most {MAX_COPY_BYTES}); left out",
-                    stub.display(),
-                    lib.soname
-                ));
-            }
-        }
-        let libs: Vec<&Lib> = p
-            .libs
-            .iter()
-            .filter(|l| !matches!(l.source, Source::TooBig(..)))
-            .collect();
-        if libs.is_empty() {
-            continue;
-        }
-        let support = p.root.join("nix-support");
-        let mut index = None;
-        let dir = support.join(CHECK_LIBS_DIR);
-        fs::create_dir_all(&dir).map_err(io_err(&dir, "create"))?;
-        let mut said = Vec::new();
-        for lib in &libs {
-            let copied = place(&dir.join(&lib.soname), &lib.source)?;
-            said.push(match (&lib.source, copied) {
-                (Source::Copy(f), Some(bytes)) => {
-                    let index = index.get_or_insert_with(|| store_index(store_dir));
-                    let named: Vec<String> = store_paths_in(&bytes, index)
-                        .into_iter()
-                        .filter(|named| !p.root.starts_with(named))
-                        .map(|named| named.display().to_string())
-                        .collect();
-                    if named.is_empty() {
-                        format!("{} (a copy of {})", lib.soname, f.display())
-                    } else {
-                        format!(
-                            "{} (a copy of {}, which names {})",
-                            lib.soname,
-                            f.display(),
-                            named.join(" ")
-                        )
-                    }
-                }
-                (Source::Link(t), _) => format!("{} -> {}", lib.soname, t.display()),
-                _ => unreachable!("too big ones are filtered out above"),
-            });
-        }
-        write_if_changed(
-            &support.join(DRIVER_DIRS_FILE),
-            driver_dirs_text(driver_dirs).as_bytes(),
-        )?;
-        if let Some(hook) = check_hook {
-            let file = support.join(PROPAGATED_FILE);
-            let existing = match fs::read_to_string(&file) {
-                Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(io_err(&file, "read")(e)),
-            };
-            if let Some(new) = with_propagated(&existing, hook) {
-                fs::write(&file, new).map_err(io_err(&file, "write"))?;
-            }
-        }
-        notes.push(format!(
-            "consumers' checks: {}: {}{}",
-            dir.display(),
-            said.join(", "),
-            if check_hook.is_some() {
-                ", propagating stubstripCheckHook"
-            } else {
-                " (no check hook given: nothing propagates it)"
-            }
-        ));
-    }
-    Ok(notes)
 }
 
 #[cfg(test)]
@@ -459,9 +265,12 @@ mod tests {
         }
     }
 
-    impl Host for Fake {
+    impl FileFacts for Fake {
         fn exists(&self, p: &Path) -> bool {
             self.resolve(p).is_some()
+        }
+        fn is_dir(&self, _: &Path) -> bool {
+            unreachable!("the plan never asks whether a path is a directory")
         }
         fn canonical(&self, p: &Path) -> Option<PathBuf> {
             self.resolve(p)
@@ -492,8 +301,8 @@ mod tests {
             .file(&format!("{DRIVER}/libcuda.so.1"), 90_000_000)
     }
 
-    fn fixed(path: &str, needed: &[&str], removed: &[&str], entries: &[&str]) -> Fixed {
-        Fixed {
+    fn fixed(path: &str, needed: &[&str], removed: &[&str], entries: &[&str]) -> FixedFile {
+        FixedFile {
             path: path.into(),
             needed: needed.iter().map(|n| n.as_bytes().to_vec()).collect(),
             removed: removed.iter().map(|s| s.to_string()).collect(),
@@ -501,15 +310,15 @@ mod tests {
         }
     }
 
-    fn settings<'a>(outputs: &'a [PathBuf], driver: &'a [String]) -> Settings<'a> {
-        Settings {
+    fn settings<'a>(outputs: &'a [PathBuf], driver: &'a [String]) -> CheckLibsInput<'a> {
+        CheckLibsInput {
             outputs,
             driver_dirs: driver,
             store_dir: Path::new("/nix/store"),
         }
     }
 
-    fn plan_of(files: &[Fixed], outputs: &[&str]) -> Vec<OutputPlan> {
+    fn plan_of(files: &[FixedFile], outputs: &[&str]) -> Vec<CheckLibsPlan> {
         let outputs: Vec<PathBuf> = outputs.iter().map(PathBuf::from).collect();
         let driver = vec![DRIVER.to_string()];
         plan(files, &settings(&outputs, &driver), &host())
@@ -527,11 +336,11 @@ mod tests {
         let got = plan_of(&[f], &[B]);
         assert_eq!(
             got,
-            vec![OutputPlan {
+            vec![CheckLibsPlan {
                 root: B.into(),
-                libs: vec![Lib {
+                libs: vec![CheckLib {
                     soname: "libcuda.so.1".into(),
-                    source: Source::Link(format!("{CUDART}/lib/stubs/libcuda.so").into()),
+                    source: CheckLibSource::Link(format!("{CUDART}/lib/stubs/libcuda.so").into()),
                     needed_by: format!("{B}/lib/libb.so").into(),
                 }],
             }]
@@ -552,7 +361,7 @@ mod tests {
             let got = plan_of(&[f], &[B]);
             assert_eq!(got.len(), 1);
             assert!(
-                matches!(&got[0].libs[..], [Lib { source: Source::Copy(p), .. }] if p.ends_with("stubs/libcuda.so")),
+                matches!(&got[0].libs[..], [CheckLib { source: CheckLibSource::Copy(p), .. }] if p.ends_with("stubs/libcuda.so")),
                 "{got:?}"
             );
         }
@@ -629,9 +438,11 @@ mod tests {
         assert_eq!(got[0].libs.len(), 1);
         // The first file's stub (the split output), and since the second file's RUNPATH names
         // cuda_cudart, not that output, it is copied.
-        assert!(matches!(&got[0].libs[0].source, Source::Copy(p) if p.starts_with(STUBS_OUT)));
+        assert!(
+            matches!(&got[0].libs[0].source, CheckLibSource::Copy(p) if p.starts_with(STUBS_OUT))
+        );
         assert_eq!(got[1].root, PathBuf::from(B));
-        assert!(matches!(&got[1].libs[0].source, Source::Link(p) if p.starts_with(CUDART)));
+        assert!(matches!(&got[1].libs[0].source, CheckLibSource::Link(p) if p.starts_with(CUDART)));
     }
 
     #[test]
@@ -653,7 +464,7 @@ mod tests {
         );
         let got = plan(&[f], &settings(&outputs, &driver), &h);
         assert!(
-            matches!(&got[..], [OutputPlan { libs, .. }] if libs.len() == 1 && matches!(&libs[0].source, Source::Link(_)))
+            matches!(&got[..], [CheckLibsPlan { libs, .. }] if libs.len() == 1 && matches!(&libs[0].source, CheckLibSource::Link(_)))
         );
         // $ORIGIN found libother.so.1, which needed no stub.
         assert_eq!(got[0].libs[0].soname, "libcuda.so.1");
@@ -674,7 +485,9 @@ mod tests {
             &[DRIVER],
         );
         let got = plan(&[f], &settings(&outputs, &driver), &h);
-        assert!(matches!(&got[0].libs[0].source, Source::TooBig(_, n) if *n == MAX_COPY_BYTES + 1));
+        assert!(
+            matches!(&got[0].libs[0].source, CheckLibSource::TooBig(_, n) if *n == MAX_COPY_BYTES + 1)
+        );
     }
 
     #[test]

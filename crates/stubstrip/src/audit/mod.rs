@@ -1,0 +1,69 @@
+//! `stubstrip audit`: run path and dependency problems of every ELF file under the given paths,
+//! each with a stable code, a severity and a one-line fix.
+//!
+//! [`rules`] decides, from one file's dynamic information and a view of the filesystem, and
+//! [`report`] words the findings (both pure); [`run`] finds and reads the files, reads each
+//! architecture's loader settings once, and prints.
+
+pub mod report;
+pub mod rules;
+pub mod run;
+
+use std::path::PathBuf;
+
+use ldso_model::fsview::ReadElfError;
+use thiserror::Error;
+
+pub use rules::Severity;
+
+use crate::rule::StubMatcher;
+
+/// Exit status: a finding at or above the `--deny` level.
+pub const EXIT_DENIED: u8 = 1;
+/// Exit status: some file could not be read.
+pub const EXIT_UNREADABLE: u8 = 3;
+
+/// What to audit, and how.
+#[derive(Clone, Debug)]
+pub struct AuditConfig {
+    /// Files or directories.
+    pub paths: Vec<PathBuf>,
+    /// Fail on findings at or above this severity (`None`: never).
+    pub deny: Option<Severity>,
+    /// JSON on stdout.
+    pub json: bool,
+    /// Build or temporary directories, besides `/build`, `$NIX_BUILD_TOP` and `$TMPDIR`.
+    pub build_dirs: Vec<PathBuf>,
+    /// Which directories hold stubs.
+    pub stubs: StubMatcher,
+    /// Check run paths as if this directory were `/` (the files must lie inside it).
+    pub root: Option<PathBuf>,
+}
+
+/// Why one file could not be audited (the report names the file).
+#[derive(Debug, Error)]
+pub enum AuditFileError {
+    /// Opening it was refused.
+    #[error("permission denied")]
+    Denied,
+    /// Opening or reading its first bytes failed otherwise.
+    #[error("{0}")]
+    Probe(String),
+    /// Its dynamic information could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadElfError),
+    /// It lies outside `--root`.
+    #[error("outside --root")]
+    OutsideRoot,
+}
+
+/// What happened to one file.
+#[derive(Debug)]
+pub enum AuditOutcome {
+    /// Not a dynamically linked ELF program or library: nothing to audit.
+    NotAudited,
+    /// Its findings (none: clean).
+    Audited(Vec<rules::AuditFinding>),
+    /// It could not be read.
+    Failed(AuditFileError),
+}

@@ -1,0 +1,140 @@
+//! The I/O of `audit`: find the files, read them, read each architecture's loader settings once,
+//! print the report, and choose the exit status.
+
+use std::collections::HashMap;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
+use ldso_model::hostfs::HostFs;
+use ldso_model::settings::{self, LoaderSettings, SettingsOverrides};
+use ldso_model::target::Target;
+use rayon::prelude::*;
+
+use super::report::AuditReport;
+use super::rules::{self, AuditContext, AuditSubject};
+use super::{AuditConfig, AuditFileError, AuditOutcome, EXIT_DENIED, EXIT_UNREADABLE};
+use crate::driver::RUNTIME_DIRS;
+use crate::walk;
+
+/// The build and temporary directories: `/build` (the Nix sandbox's), `$NIX_BUILD_TOP`,
+/// `$TMPDIR` and the given ones; without trailing slashes, never `/` itself.
+pub fn build_dirs(extra: &[PathBuf]) -> Vec<Bytes> {
+    let mut v: Vec<Bytes> = vec![b"/build".to_vec()];
+    for var in ["NIX_BUILD_TOP", "TMPDIR"] {
+        if let Some(x) = std::env::var_os(var) {
+            v.push(x.into_vec());
+        }
+    }
+    v.extend(extra.iter().map(|p| p.as_os_str().as_bytes().to_vec()));
+    let mut out: Vec<Bytes> = Vec::new();
+    for mut d in v {
+        while d.len() > 1 && d.ends_with(b"/") {
+            d.pop();
+        }
+        if d.len() > 1 && d.starts_with(b"/") && !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+type SettingsCache = Mutex<HashMap<(Target, Option<Bytes>), Arc<LoaderSettings>>>;
+
+fn audit_file(
+    path: &Path,
+    c: &AuditConfig,
+    build: &[Bytes],
+    runtime: &[Bytes],
+    cache: &SettingsCache,
+) -> AuditOutcome {
+    let host = HostFs::default();
+    let fs = HostFs {
+        root: c.root.clone(),
+    };
+    let p = path.as_os_str().as_bytes();
+    let header = match host.probe(p) {
+        Probe::File(_, h) if h.magic => h,
+        Probe::File(..) | Probe::Directory | Probe::Missing => return AuditOutcome::NotAudited,
+        Probe::Denied => return AuditOutcome::Failed(AuditFileError::Denied),
+        Probe::Failed(e) => return AuditOutcome::Failed(AuditFileError::Probe(e)),
+    };
+    let info = match host.read_elf(p) {
+        Ok(i) => i,
+        Err(e) => return AuditOutcome::Failed(e.into()),
+    };
+    if !info.dynamic || !header.is_loadable() {
+        return AuditOutcome::NotAudited;
+    }
+    let target = Target::of(&header);
+    let key = (target, info.interpreter.clone());
+    let settings = {
+        let mut m = cache.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(key)
+            .or_insert_with(|| {
+                let (s, _) = settings::read_settings(
+                    target,
+                    info.interpreter.as_deref(),
+                    &fs,
+                    &SettingsOverrides::default(),
+                );
+                Arc::new(s)
+            })
+            .clone()
+    };
+    let canonical = std::fs::canonicalize(path)
+        .map(|c| c.into_os_string().into_vec())
+        .unwrap_or_else(|_| p.to_vec());
+    // Inside a root, the file's path there.
+    let logical = match &c.root {
+        Some(r) => {
+            let r = std::fs::canonicalize(r)
+                .map(|r| r.into_os_string().into_vec())
+                .unwrap_or_default();
+            match canonical.strip_prefix(r.as_slice()) {
+                Some(rest) if rest.starts_with(b"/") => rest.to_vec(),
+                _ => return AuditOutcome::Failed(AuditFileError::OutsideRoot),
+            }
+        }
+        None => canonical,
+    };
+    let origin = dirname(&logical);
+    let cx = AuditContext {
+        settings: &settings,
+        stubs: &c.stubs,
+        build_dirs: build,
+        runtime_dirs: runtime,
+    };
+    let subject = AuditSubject {
+        path: &logical,
+        origin: &origin,
+        info: &info,
+    };
+    AuditOutcome::Audited(rules::audit(&subject, &cx, &fs))
+}
+
+/// Runs `audit`; returns the exit status.
+pub fn run(c: &AuditConfig) -> u8 {
+    let build = build_dirs(&c.build_dirs);
+    let runtime: Vec<Bytes> = RUNTIME_DIRS.iter().map(|d| d.as_bytes().to_vec()).collect();
+    let cache: SettingsCache = Mutex::new(HashMap::new());
+    let (files, walk_errors) = walk::regular_files(&c.paths);
+    let results: Vec<(PathBuf, AuditOutcome)> = files
+        .into_par_iter()
+        .map(|p| {
+            let o = audit_file(&p, c, &build, &runtime, &cache);
+            (p, o)
+        })
+        .collect();
+
+    let report = AuditReport::new(&results, &walk_errors, c.deny);
+    report.render(c.json).emit();
+    if report.denied() {
+        EXIT_DENIED
+    } else if report.failed() {
+        EXIT_UNREADABLE
+    } else {
+        0
+    }
+}

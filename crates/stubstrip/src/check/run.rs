@@ -1,0 +1,39 @@
+//! The I/O of `check`: list the files, read each one (in parallel), print the report.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::report::CheckReport;
+use super::{stub_entries, CheckConfig, CheckOutcome, EXIT_FILE_ERRORS, EXIT_STUBS_FOUND};
+use crate::elf_file;
+use crate::rule::StubMatcher;
+use crate::walk;
+
+/// The stub entries left in one file.
+pub fn check_file(path: &Path, stubs: &StubMatcher) -> CheckOutcome {
+    Ok(elf_file::open(path)?.map(|elf| stub_entries(&elf_file::run_paths(&elf), stubs)))
+}
+
+/// Checks each file; the results in the order of `files`.
+pub fn check_files(stubs: &StubMatcher, files: &[PathBuf]) -> Vec<(PathBuf, CheckOutcome)> {
+    files
+        .par_iter()
+        .map(|p| (p.clone(), check_file(p, stubs)))
+        .collect()
+}
+
+/// Runs `check`; returns the exit status.
+pub fn run(c: &CheckConfig) -> u8 {
+    let (files, walk_errors) = walk::regular_files(&c.paths);
+    let results = check_files(&c.stubs, &files);
+    let r = CheckReport::new(&results, &walk_errors);
+    r.render(c.verbose, c.json).emit();
+    if r.stub_entries() > 0 {
+        EXIT_STUBS_FOUND
+    } else if r.failed() {
+        EXIT_FILE_ERRORS
+    } else {
+        0
+    }
+}

@@ -1,0 +1,61 @@
+//! `stubstrip explain`: where each library of a program comes from, as glibc's loader would find
+//! it, without running the program; loud about CUDA stubs.
+//!
+//! The `ldso-model` crate reads the loader's settings and decides; [`report`] words the result
+//! (pure); [`run`] reads the program and prints.
+
+pub mod report;
+pub mod run;
+
+use std::path::PathBuf;
+
+use ldso_model::fsview::{Bytes, ReadElfError};
+use ldso_model::settings::SettingsOverrides;
+use thiserror::Error;
+
+use crate::rule::StubMatcher;
+
+/// Exit status: something is not found, cannot load, or is a stub.
+pub const EXIT_PROBLEMS: u8 = 1;
+/// Exit status: the file itself cannot be read.
+pub const EXIT_UNREADABLE: u8 = 3;
+
+/// What to explain, and how.
+#[derive(Clone, Debug, Default)]
+pub struct ExplainConfig {
+    /// The program or library.
+    pub file: PathBuf,
+    /// Only these library names (each also looked up as if the program `dlopen`ed it).
+    pub libnames: Vec<Bytes>,
+    /// JSON on stdout instead of the tree.
+    pub json: bool,
+    /// Resolve as if this directory were `/`.
+    pub root: Option<PathBuf>,
+    /// Loader settings given on the command line.
+    pub overrides: SettingsOverrides,
+    /// Which directories hold stubs.
+    pub stubs: StubMatcher,
+}
+
+/// Why the program to explain cannot be read (printed after its path).
+#[derive(Debug, Error)]
+pub enum ExplainInputError {
+    /// It does not start with the ELF magic.
+    #[error("not an ELF file")]
+    NotElf,
+    /// Nothing is there.
+    #[error("no such file")]
+    Missing,
+    /// It is a directory.
+    #[error("is a directory")]
+    Directory,
+    /// Opening it was refused.
+    #[error("permission denied")]
+    Denied,
+    /// Opening or reading its first bytes failed otherwise.
+    #[error("{0}")]
+    Probe(String),
+    /// Its dynamic information could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadElfError),
+}

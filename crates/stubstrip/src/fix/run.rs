@@ -1,0 +1,51 @@
+//! The I/O of `fix`: list the files, read and edit each one (in parallel), print the report.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::plan::plan;
+use super::report::FixReport;
+use super::{FixConfig, FixOutcome, EXIT_FILE_ERRORS};
+use crate::elf_file;
+use crate::rule::StubRule;
+use crate::walk;
+
+/// Applies the rule to one file, writing only when something changes.
+pub fn fix_file(path: &Path, rule: &StubRule) -> FixOutcome {
+    let elf = match elf_file::open(path) {
+        Ok(Some(elf)) => elf,
+        Ok(None) => return FixOutcome::NotElf,
+        Err(e) => return FixOutcome::Failed(e),
+    };
+    let p = plan(&elf_file::run_paths(&elf), rule);
+    drop(elf);
+    if p.edits.is_empty() {
+        return FixOutcome::Clean;
+    }
+    match elf_file::edit(path, &p.edits) {
+        Ok(()) => FixOutcome::Changed(p.changes),
+        Err(e) => FixOutcome::Failed(e),
+    }
+}
+
+/// Fixes each file; the outcomes in the order of `files`.
+pub fn fix_files(rule: &StubRule, files: &[PathBuf]) -> Vec<(PathBuf, FixOutcome)> {
+    files
+        .par_iter()
+        .map(|p| (p.clone(), fix_file(p, rule)))
+        .collect()
+}
+
+/// Runs `fix`; returns the exit status.
+pub fn run(c: &FixConfig) -> u8 {
+    let (files, walk_errors) = walk::regular_files(&c.paths);
+    let results = fix_files(&c.rule, &files);
+    let r = FixReport::new(&c.rule, &results, &walk_errors);
+    r.render(c.verbose, c.json, c.print_removed).emit();
+    if r.failed() {
+        EXIT_FILE_ERRORS
+    } else {
+        0
+    }
+}

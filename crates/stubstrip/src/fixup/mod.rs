@@ -1,0 +1,98 @@
+//! `stubstrip fixup`: everything the setup hook does after the other fixup hooks, in one process.
+//! The hook passes the derivation's settings and applies what this prints; the policy is here.
+//!
+//! In order: fix the files (as `fix`), read them again from disk and fail if a stub entry is
+//! left or a file could not be read (as `check`), audit them if asked (as `audit`), and decide
+//! the check-time fallback: the removed stub directories go on `LD_LIBRARY_PATH` for the checks
+//! after fixup (installCheck, pythonImportsCheck), so that a library needing `libcuda.so.1` still
+//! loads in a sandbox without a driver — unless it is turned off, or the driver link (or the
+//! compat directory) provides `libcuda.so.1` here, where the stub would shadow the driver.
+//!
+//! Then, for the packages that depend on this one ([`check_libs`]), it leaves in each output
+//! holding a fixed file the stub libraries those files need, with the check hook that will put
+//! them on their checks' `LD_LIBRARY_PATH`.
+//!
+//! Human lines go to stderr. On success stdout carries instructions for the hook, one per line
+//! ([`policy::HookInstruction::render`]); on failure it is empty and the notes go to stderr
+//! instead.
+//!
+//! [`policy`] and [`check_libs`]'s plan decide (pure, over [`facts::FileFacts`]); [`run`] runs
+//! the fix, the check and the audit, writes the check libraries and prints the reply.
+
+pub mod check_libs;
+pub mod facts;
+pub mod policy;
+pub mod run;
+
+use std::path::PathBuf;
+
+use crate::audit::Severity;
+use crate::rule::StubRule;
+
+/// Exit status: a stub entry is left after the fix.
+pub const EXIT_STUBS_LEFT: u8 = 1;
+/// Exit status: the check after the fix could not read some file (which may hold a stub entry).
+pub const EXIT_UNCHECKED: u8 = 3;
+/// Exit status: the audit found problems at or above the requested level.
+pub const EXIT_AUDIT_DENIED: u8 = 4;
+/// Exit status: the instructions could not be written to stdout.
+pub const EXIT_STDOUT: u8 = 5;
+/// Exit status: the check libraries for the consumers could not be written.
+pub const EXIT_CHECK_LIBS: u8 = 6;
+
+/// What `fixup` does, decided from the arguments.
+#[derive(Clone, Debug)]
+pub struct FixupConfig {
+    /// The derivation's outputs (files or directories).
+    pub paths: Vec<PathBuf>,
+    /// Stub matcher, driver link and compat directory.
+    pub rule: StubRule,
+    /// One line per changed file on stderr.
+    pub verbose: bool,
+    /// Audit after the check, failing at or above this severity.
+    pub audit: Option<Severity>,
+    /// Whether the check-time fallback may be applied (`dontStubstripCheckFallback` unset).
+    pub check_fallback: bool,
+    /// The `LD_LIBRARY_PATH` the fallback appends to.
+    pub ld_library_path: Vec<u8>,
+    /// Check libraries for the consumers: `None` when turned off
+    /// (`dontStubstripPropagateCheckFallback`) or when no output was named.
+    pub check_libs: Option<CheckLibsConfig>,
+}
+
+/// Where and how to leave check libraries for the packages that depend on this one.
+#[derive(Clone, Debug)]
+pub struct CheckLibsConfig {
+    /// The derivation's outputs (`--output`): a fixed file's libraries go to the one it is in.
+    pub outputs: Vec<PathBuf>,
+    /// The `stubstripCheckHook` store path to add to `propagated-build-inputs`.
+    pub check_hook: Option<String>,
+    /// The Nix store directory.
+    pub store_dir: PathBuf,
+}
+
+/// The audit level `stubstripAudit` asks for: `info`, `warning` or `error`; any other non-empty
+/// value means `error` (in the stdenv a set variable is on: `1`, `true`); empty means no audit.
+pub fn audit_level(value: &str) -> Option<Severity> {
+    match value {
+        "" => None,
+        "info" => Some(Severity::Info),
+        "warning" => Some(Severity::Warning),
+        _ => Some(Severity::Error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audit_levels_follow_the_stdenv_convention() {
+        assert_eq!(audit_level(""), None);
+        assert_eq!(audit_level("info"), Some(Severity::Info));
+        assert_eq!(audit_level("warning"), Some(Severity::Warning));
+        assert_eq!(audit_level("error"), Some(Severity::Error));
+        assert_eq!(audit_level("1"), Some(Severity::Error));
+        assert_eq!(audit_level("true"), Some(Severity::Error));
+    }
+}

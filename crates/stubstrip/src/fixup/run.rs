@@ -1,0 +1,182 @@
+//! The I/O of `fixup`: fix, check from disk, audit, write the check libraries, print the reply.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::check_libs::{self, CheckLibsInput, FixedFile};
+use super::facts::Disk;
+use super::policy::{fallback, fallback_instructions, HookInstruction};
+use super::{
+    CheckLibsConfig, FixupConfig, EXIT_AUDIT_DENIED, EXIT_CHECK_LIBS, EXIT_STDOUT, EXIT_STUBS_LEFT,
+    EXIT_UNCHECKED,
+};
+use crate::audit::{self, AuditConfig};
+use crate::check::report::CheckReport;
+use crate::check::run::check_files;
+use crate::elf_file;
+use crate::fix::report::FixReport;
+use crate::fix::run::fix_files;
+use crate::fix::FixOutcome;
+use crate::walk;
+
+/// Notes that go to the build log: as `log` instructions on success, on stderr on failure
+/// (stdout is then empty: the hook applies nothing from a failed run).
+struct HookNotes(Vec<HookInstruction>);
+
+impl HookNotes {
+    fn log(&mut self, m: impl Into<String>) {
+        self.0.push(HookInstruction::Log(m.into()));
+    }
+
+    /// Prints the notes on stderr, then `message`; returns `code`.
+    fn fail(self, code: u8, message: &str) -> u8 {
+        let mut err = std::io::stderr().lock();
+        for i in &self.0 {
+            if let HookInstruction::Log(m) = i {
+                let _ = writeln!(err, "stubstrip: fixup: {m}");
+            }
+        }
+        let _ = writeln!(err, "stubstrip: fixup: {message}");
+        code
+    }
+}
+
+/// Runs `fixup`; returns the exit status.
+pub fn run(c: &FixupConfig) -> u8 {
+    let mut notes = HookNotes(Vec::new());
+    let (files, walk_errors) = walk::regular_files(&c.paths);
+
+    let fixed = fix_files(&c.rule, &files);
+    let fix_report = FixReport::new(&c.rule, &fixed, &walk_errors);
+    fix_report.render(c.verbose, false, false).emit();
+    if fix_report.failed() {
+        notes.log(
+            "warning: stubstrip could not rewrite some files (named above); checking them for stub entries",
+        );
+    }
+
+    // The check reads every file again from disk: it proves the result, not the plan.
+    let checked = check_files(&c.rule.stubs, &files);
+    let check = CheckReport::new(&checked, &walk_errors);
+    if check.stub_entries() > 0 {
+        let msg = "stub paths still present in RUNPATH after the fix:";
+        let code = notes.fail(EXIT_STUBS_LEFT, msg);
+        check.render(false, false).emit();
+        return code;
+    }
+    if !check.passed() {
+        let msg = "the check after the fix could not read every file, so it cannot say that no stub entry is left:";
+        let code = notes.fail(EXIT_UNCHECKED, msg);
+        check.render(false, false).emit();
+        return code;
+    }
+
+    if let Some(level) = c.audit {
+        let audit = AuditConfig {
+            paths: c.paths.clone(),
+            deny: Some(level),
+            json: false,
+            build_dirs: Vec::new(),
+            stubs: c.rule.stubs.clone(),
+            root: None,
+        };
+        let level = level.name();
+        match audit::run::run(&audit) {
+            0 => notes.log(format!("audit: no finding at or above '{level}'")),
+            audit::EXIT_DENIED => {
+                return notes.fail(
+                    EXIT_AUDIT_DENIED,
+                    &format!(
+                        "stubstrip audit found problems at or above '{level}' (stubstripAudit)"
+                    ),
+                );
+            }
+            _ => notes.log("warning: stubstrip audit could not read some files (named above)"),
+        }
+    }
+
+    let mut driver_dirs: Vec<&[u8]> = Vec::new();
+    driver_dirs.extend(c.rule.compat.as_deref());
+    driver_dirs.push(&c.rule.driver_link);
+    let decision = fallback(
+        fix_report.removed_dirs(),
+        c.check_fallback,
+        &driver_dirs,
+        &c.ld_library_path,
+        &Disk,
+    );
+    notes.0.extend(fallback_instructions(&decision));
+
+    if let Some(cl) = &c.check_libs {
+        let driver_dirs: Vec<String> = driver_dirs
+            .iter()
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+            .collect();
+        match check_libs(&fixed, cl, &driver_dirs) {
+            Ok(lines) => lines.into_iter().for_each(|l| notes.log(l)),
+            Err(e) => {
+                return notes.fail(
+                    EXIT_CHECK_LIBS,
+                    &format!("cannot leave the check libraries for the consumers: {e}"),
+                );
+            }
+        }
+    }
+
+    let reply: Vec<u8> = notes.0.iter().flat_map(HookInstruction::render).collect();
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(&reply).and_then(|()| out.flush()) {
+        // A partial reply must not look like a complete one.
+        return notes.fail(
+            EXIT_STDOUT,
+            &format!("cannot write the instructions to stdout: {e}"),
+        );
+    }
+    0
+}
+
+/// What [`check_libs::plan`] needs of each changed file: its `DT_NEEDED` (read again after the
+/// fix), the stub directories removed and the run path entries left.
+fn fixed_files(fixed: &[(PathBuf, FixOutcome)]) -> Vec<FixedFile> {
+    fixed
+        .iter()
+        .filter_map(|(path, outcome)| {
+            let FixOutcome::Changed(changes) = outcome else {
+                return None;
+            };
+            // A file the fix rewrote and that cannot be read now has nothing to offer here;
+            // the check before this already read it.
+            let needed = elf_file::needed(path).ok().flatten()?;
+            Some(FixedFile {
+                path: path.clone(),
+                needed,
+                removed: changes.iter().flat_map(|c| c.removed.clone()).collect(),
+                entries: changes
+                    .iter()
+                    .flat_map(|c| c.new.split(':').map(str::to_owned).collect::<Vec<_>>())
+                    .filter(|e| !e.is_empty())
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// Plans and writes the check libraries; the lines for the build log.
+fn check_libs(
+    fixed: &[(PathBuf, FixOutcome)],
+    cl: &CheckLibsConfig,
+    driver_dirs: &[String],
+) -> Result<Vec<String>, check_libs::write::CheckLibsWriteError> {
+    if driver_dirs.iter().any(|d| d.contains('\n')) {
+        return Ok(vec![
+            "consumers' checks: a driver directory holds a newline; no check libraries left".into(),
+        ]);
+    }
+    let input = CheckLibsInput {
+        outputs: &cl.outputs,
+        driver_dirs,
+        store_dir: &cl.store_dir,
+    };
+    let plans = check_libs::plan(&fixed_files(fixed), &input, &Disk);
+    check_libs::write::write(&plans, driver_dirs, cl.check_hook.as_deref(), &cl.store_dir)
+}
