@@ -366,14 +366,17 @@ mod tests {
     #[test]
     fn parses_the_real_cache_like_ldconfig() {
         let Ok(bytes) = std::fs::read("/etc/ld.so.cache") else {
+            testkit::skip("no /etc/ld.so.cache to compare with ldconfig -p");
             return;
         };
         let c = LdCache::parse(&bytes, cfg!(target_endian = "big")).unwrap();
         assert!(!c.entries.is_empty());
         let Ok(out) = std::process::Command::new("ldconfig").arg("-p").output() else {
+            testkit::skip("no ldconfig to compare the parsed cache with");
             return;
         };
         if !out.status.success() {
+            testkit::skip("ldconfig -p failed here");
             return;
         }
         // Lines: "\tlibz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1"

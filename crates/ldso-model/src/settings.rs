@@ -328,6 +328,7 @@ mod tests {
     #[test]
     fn reads_the_real_interpreter() {
         let Ok(bin) = std::fs::read("/lib64/ld-linux-x86-64.so.2") else {
+            testkit::skip("no /lib64/ld-linux-x86-64.so.2 to read the built-in directories of");
             return;
         };
         let dirs = system_dirs_in(&bin, b"/usr/lib64").expect("system dirs");

@@ -3,41 +3,11 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-/// Whether a program is on PATH.
-pub fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
-
-/// Says that a check cannot run here for want of `what`. Under `STUBSTRIP_REQUIRE_TOOLS=1`
-/// (set by `tests/run-all.sh`, so in CI) that is a failure: CI installs every tool, and a check
-/// that silently did not run must not pass for one that did.
-pub fn skip(what: &str) {
-    if std::env::var_os("STUBSTRIP_REQUIRE_TOOLS").is_some_and(|v| v == "1") {
-        panic!("STUBSTRIP_REQUIRE_TOOLS=1 and this check cannot run: {what}");
-    }
-    eprintln!("NOTICE: skipped, {what}");
-}
-
-/// Runs a command and returns its output, panicking with its stderr on failure.
-pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
+use testkit::m32_works;
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use testkit::{have, run_ok, skip};
 
 /// A way to build binaries: compiler and extra flags.
 #[derive(Clone, Debug)]
@@ -104,24 +74,6 @@ pub fn toolchains() -> Vec<Toolchain> {
         });
     }
     v
-}
-
-fn m32_works() -> bool {
-    let d = tempfile::tempdir().unwrap();
-    let c = d.path().join("t.c");
-    fs::write(&c, "int main(void){return 0;}").unwrap();
-    let out = d.path().join("t");
-    Command::new("gcc")
-        .args(["-m32", "-o"])
-        .arg(&out)
-        .arg(&c)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-        && Command::new(&out)
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
 }
 
 /// A library, an executable linked against it, in a temporary directory.

@@ -303,20 +303,8 @@ impl Drop for TempFile {
     }
 }
 
-/// Whether a tool can be run at all.
-/// Says that a check cannot run here for want of `what`; a failure under
-/// `STUBSTRIP_REQUIRE_TOOLS=1` (CI), where every tool is installed.
-pub fn skip(what: &str) {
-    if std::env::var_os("STUBSTRIP_REQUIRE_TOOLS").is_some_and(|v| v == "1") {
-        panic!("STUBSTRIP_REQUIRE_TOOLS=1 and this check cannot run: {what}");
-    }
-    println!("NOTICE: {what}");
-}
-
-/// Whether `tool` can be started.
-pub fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use testkit::{have, skip};
 
 /// Runs a tool on bytes written to a temp file; (status ok, stdout, stderr).
 pub fn run_tool(tool: &str, args: &[&str], bytes: &[u8]) -> (bool, String, String) {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -21,42 +21,16 @@ pub const HASH: &str = "0123456789abcdfghijklmnpqrsvwxyz";
 /// The host's loader.
 pub const LDSO: &str = "/lib64/ld-linux-x86-64.so.2";
 
-/// Says that a check cannot run here for want of `what`. Under `STUBSTRIP_REQUIRE_TOOLS=1`
-/// (set by `tests/run-all.sh`, so in CI, where every tool is installed) that is a failure.
-pub fn skip(what: &str) {
-    if std::env::var_os("STUBSTRIP_REQUIRE_TOOLS").is_some_and(|v| v == "1") {
-        panic!("STUBSTRIP_REQUIRE_TOOLS=1 and this check cannot run: {what}");
-    }
-    eprintln!("skipping: {what}");
-}
+#[allow(unused_imports)] // each test binary uses its own subset
+pub use testkit::{have, m32_works, run_ok, skip};
 
 /// Whether the tests that need gcc and an x86-64 glibc host can run here.
 pub fn can_build() -> bool {
-    let ok = cfg!(target_arch = "x86_64")
-        && Path::new(LDSO).exists()
-        && Command::new("gcc")
-            .arg("--version")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
+    let ok = cfg!(target_arch = "x86_64") && Path::new(LDSO).exists() && have("gcc");
     if !ok {
         skip(&format!("needs gcc and {LDSO}"));
     }
     ok
-}
-
-/// Runs a command, panicking with its output on failure.
-pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// Writes `src` to a C file in `dir` and returns its path.
@@ -92,21 +66,6 @@ pub fn program(path: &Path, src: &str, extra: &[&str]) -> PathBuf {
     run_ok(&mut cmd);
     fs::remove_file(c).unwrap();
     path.to_path_buf()
-}
-
-/// Whether gcc can build 32-bit shared libraries here.
-pub fn m32_works(dir: &Path) -> bool {
-    let c = source(dir, "m32probe.c", "int f(void){return 0;}\n");
-    let ok = Command::new("gcc")
-        .args(["-m32", "-shared", "-fPIC", "-o"])
-        .arg(dir.join("m32probe.so"))
-        .arg(&c)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    let _ = fs::remove_file(c);
-    let _ = fs::remove_file(dir.join("m32probe.so"));
-    ok
 }
 
 /// What the host loader says about itself (`ld.so --list-diagnostics`).
