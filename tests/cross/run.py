@@ -19,9 +19,7 @@ import hashlib
 import json
 import os
 import platform
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,10 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import editors  # noqa: E402
 import elfmini  # noqa: E402
+import harness  # noqa: E402
+from harness import clip, elflint_messages, fmt_entries, new_elflint, sh, sha256  # noqa: E402
 
 SRC = os.path.join(HERE, "src")
-BUILD_SCHEME = "5"
-ELFLINT = shutil.which("eu-elflint")  # set by main() before the worker pool forks  # bump when the way inputs are built changes
+BUILD_SCHEME = "5"  # bump when the way inputs are built changes
 
 
 class Arch:
@@ -169,29 +168,6 @@ def long_path(base: str, stem: str, min_len: int = 320) -> str:
         parts.append("%s-%02d-%s" % (stem, i, "x" * 48))
         i += 1
     return os.path.join(base, *parts)
-
-
-def sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def sh(cmd, timeout=120, cwd=None, env=None):
-    try:
-        r = subprocess.run(cmd, capture_output=True, timeout=timeout, cwd=cwd, env=env)
-        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired:
-        return 124, "", "timed out after %ss: %s" % (timeout, " ".join(cmd))
-    except OSError as e:
-        return 127, "", "%s: %s" % (cmd[0], e)
-
-
-def clip(s: str, n: int = 600) -> str:
-    s = s.strip()
-    return s if len(s) <= n else s[:n] + "...[%d more]" % (len(s) - n)
 
 
 # --------------------------------------------------------------------------
@@ -382,40 +358,6 @@ def readelf_check(path: str):
     return out, warns
 
 
-_NUM = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)\b")
-
-
-def elflint_messages(path: str):
-    """Counter of normalized eu-elflint --gnu-ld messages (numbers
-    normalized so that renumbered sections/entries do not look new), plus
-    the raw lines keyed by normalized text.  None when eu-elflint is not
-    installed."""
-    if not ELFLINT:
-        return None
-    rc, out, err = sh([ELFLINT, "--gnu-ld", path])
-    raw = {}
-    c = Counter()
-    for line in (out + "\n" + err).splitlines():
-        line = line.strip()
-        if not line or line == "No errors":
-            continue
-        line = line.replace(path, "<file>")
-        norm = _NUM.sub("#", re.sub(r"\[\s*\d+\]", "[#]", line))
-        c[norm] += 1
-        raw.setdefault(norm, line)
-    return {"counts": dict(c), "raw": raw}
-
-
-def new_elflint(before, after):
-    if before is None or after is None:
-        return []
-    out = []
-    for k, n in after["counts"].items():
-        if n > before["counts"].get(k, 0):
-            out.append(after["raw"][k])
-    return sorted(out)
-
-
 def program_outcome(out: str):
     lines = out.splitlines()
     ran = [line for line in lines if line.startswith("STUBSTRIP-RAN ")]
@@ -584,14 +526,6 @@ def leftovers(elf: elfmini.Elf, s: bytes):
         st = None
     lo, hi = (st[0], st[0] + st[1]) if st else (0, 0)
     return {o for o in occurrences(elf.data, s) if not lo <= o < hi}
-
-
-def fmt_entries(c: Counter):
-    out = []
-    for (k, v), n in sorted(c.items(), key=lambda kv: str(kv[0])):
-        vs = ("0x%x" % v) if isinstance(v, int) else repr(v)[:60]
-        out.append("%s=%s%s" % (k, vs, "" if n == 1 else " x%d" % n))
-    return "[" + ", ".join(out) + "]"
 
 
 def expected_output_problems(out: str, rc: int, err: str, exp: dict):
@@ -923,9 +857,9 @@ def main(argv=None):
         log("NOTE: " + n)
     for a, why in arch_skip.items():
         log("SKIP arch %s: %s" % (a, why))
-    global ELFLINT
-    ELFLINT = None if args.no_elflint else shutil.which("eu-elflint")
-    if not ELFLINT and not args.no_elflint:
+    # Set before the worker pool forks.
+    harness.ELFLINT = None if args.no_elflint else shutil.which("eu-elflint")
+    if not harness.ELFLINT and not args.no_elflint:
         notes.append("eu-elflint not available: elflint comparison skipped")
 
     cache_root = args.cache or os.path.join(tempfile.gettempdir(), "stubstrip-cross-cache")
@@ -1065,19 +999,15 @@ def main(argv=None):
                 " %4d failed; %4d skipped"
                 % (name, t["ran"], t["passed"], t["refused"], t["broken"], t["broken_secondary_only"],
                    t["lost"], t["failed"], t["skipped"]))
+    doc = None
     if args.json:
         doc = {"suite": "stubstrip cross", "host": platform.machine(), "duration_s": round(total_s, 1),
                "cases_s": round(case_s, 1), "jobs": args.jobs, "cache": cache_root,
                "arches": [a.name for a in arches], "ops": ops,
                "skipped_arches": arch_skip, "baseline_failures": baseline_failures,
                "editor_problems": problems, "notes": notes, "editors": summary}
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-        log("wrote %s" % args.json)
-    if not args.workdir and not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    elif args.keep:
-        log("case directories kept under %s" % workdir)
+    harness.finish_run(args.json, doc, workdir, args.keep, args.workdir, log,
+                       kept="case directories kept under %s")
 
     rc = 0
     if "elfpatch" in summary:
@@ -1094,9 +1024,9 @@ def main(argv=None):
             rc = 1
     if args.require_all:
         skipped = sum(s["totals"]["skipped"] for s in summary.values())
-        if skipped or not ELFLINT:
+        if skipped or not harness.ELFLINT:
             log("FAILED (--require-all): %d cases skipped%s" % (
-                skipped, "" if ELFLINT else ", eu-elflint missing"))
+                skipped, "" if harness.ELFLINT else ", eu-elflint missing"))
             rc = rc or 1
     if all(s["totals"]["ran"] == 0 for s in summary.values()):
         log("FAILED: no case ran")

@@ -1,13 +1,12 @@
-"""Shared pieces of sweep.py and differential.py: finding ELF files,
-sampling them, running tools, comparing dynamic entries."""
+"""The sweeps' own shared pieces (sweep.py, wheels.py, differential.py):
+finding ELF files, sampling them, loading and resolving them, comparing
+dynamic entries.  What they share with the cross suite (running tools,
+hashing, eu-elflint) is ../cross/harness.py, re-exported here."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import shutil
-import subprocess
 import sys
 from collections import Counter
 
@@ -15,9 +14,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cross"))
 import editors  # noqa: E402,F401  (re-exported)
 import elfmini  # noqa: E402
+import harness  # noqa: E402
+from harness import clip, elflint_messages, fmt_entries, new_elflint, sh, sha256  # noqa: E402,F401  (re-exported)
 
 DEFAULT_ROOTS = ["/usr/bin", "/usr/lib", "/usr/libexec"]
-ELFLINT = shutil.which("eu-elflint")
 HOST_LDSO = "/lib64/ld-linux-x86-64.so.2"
 
 
@@ -54,31 +54,6 @@ def sample(files, limit):
     return [files[(i * n) // limit] for i in range(limit)]
 
 
-def sh(cmd, timeout=120, cwd=None, env=None, stdout=True):
-    try:
-        r = subprocess.run(cmd, stdout=subprocess.PIPE if stdout else subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, timeout=timeout, cwd=cwd, env=env)
-        return (r.returncode, (r.stdout or b"").decode("utf-8", "replace"),
-                r.stderr.decode("utf-8", "replace"))
-    except subprocess.TimeoutExpired:
-        return 124, "", "timed out after %ss" % timeout
-    except OSError as e:
-        return 127, "", str(e)
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def clip(s, n=300):
-    s = s.strip()
-    return s if len(s) <= n else s[:n] + "...[%d more]" % (len(s) - n)
-
-
 def readelf_warnings(path):
     """Set of readelf -a stderr lines (stdout discarded), file name replaced."""
     rc, _, err = sh(["readelf", "-a", "-W", path], timeout=300, stdout=False)
@@ -86,33 +61,6 @@ def readelf_warnings(path):
     if rc not in (0, 1) and not lines:
         lines.add("readelf exited %d" % rc)
     return lines
-
-
-_NUM = re.compile(r"\b(0x[0-9a-fA-F]+|\d+)\b")
-
-
-def elflint_messages(path):
-    """Counter of eu-elflint --gnu-ld messages with numbers normalized, and
-    one raw example per normalized message; None without eu-elflint."""
-    if not ELFLINT:
-        return None
-    rc, out, err = sh([ELFLINT, "--gnu-ld", path], timeout=600)
-    c = Counter()
-    raw = {}
-    for line in (out + "\n" + err).splitlines():
-        line = line.strip().replace(path, "FILE")
-        if not line or line == "No errors":
-            continue
-        norm = _NUM.sub("#", re.sub(r"\[\s*\d+\]", "[#]", line))
-        c[norm] += 1
-        raw.setdefault(norm, line)
-    return {"counts": dict(c), "raw": raw}
-
-
-def new_elflint(before, after):
-    if before is None or after is None:
-        return []
-    return sorted(after["raw"][k] for k, n in after["counts"].items() if n > before["counts"].get(k, 0))
 
 
 def loads(path, timeout=20):
@@ -141,14 +89,6 @@ def dyn_signature(elf):
     needed = [v for k, v in d if k == "NEEDED"]
     rest = Counter((k, v) for k, v in d if k != "NEEDED")
     return needed, rest
-
-
-def fmt_entries(c):
-    out = []
-    for (k, v), n in sorted(c.items(), key=lambda kv: str(kv[0])):
-        vs = ("0x%x" % v) if isinstance(v, int) else ("*" if v is None else repr(v)[:70])
-        out.append("%s=%s%s" % (k, vs, "" if n == 1 else " x%d" % n))
-    return "[" + ", ".join(out) + "]"
 
 
 def diff_signatures(a, b):

@@ -29,7 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -322,7 +322,7 @@ def main(argv=None):
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="stubstrip-sweep-")
     os.makedirs(workdir, exist_ok=True)
-    opts = {"elflint": bool(common.ELFLINT) and not args.no_elflint, "load": not args.no_load,
+    opts = {"elflint": bool(common.harness.ELFLINT) and not args.no_elflint, "load": not args.no_load,
             "keep": args.keep, "timeout": args.timeout}
     tasks = [(f, i, workdir, [(n, p) for n, p, _ in eds], opts) for i, f in enumerate(files)]
     results, base = run_and_report_baselines(tasks, args.jobs, log, every=200)
@@ -354,7 +354,7 @@ def editors_or_exit(args, log, elflint=True):
         return None, 2
     for n, p, v in eds:
         log("editor %s: %s (%s)" % (n, p, v))
-    if not common.ELFLINT and elflint:
+    if not common.harness.ELFLINT and elflint:
         log("NOTE: eu-elflint not installed (apt-get install elfutils): that check is skipped")
         if os.environ.get("STUBSTRIP_REQUIRE_TOOLS") == "1":
             log("FAILED: STUBSTRIP_REQUIRE_TOOLS=1 and eu-elflint is missing")

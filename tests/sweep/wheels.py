@@ -116,7 +116,7 @@ def main(argv=None):
     per_pkg = Counter(package_of(f, root) for f in files)
     log("%d ELF files (%.0f MiB) under %s; sweeping %d" % (len(found), size / 2**20, root, len(files)))
     log("  " + ", ".join("%s %d" % kv for kv in sorted(per_pkg.items())))
-    opts = {"elflint": bool(common.ELFLINT), "load": True, "keep": args.keep, "timeout": args.timeout,
+    opts = {"elflint": bool(common.harness.ELFLINT), "load": True, "keep": args.keep, "timeout": args.timeout,
             "beside": True, "resolve_all": True}
     tasks = [(f, i, root, [(n, p) for n, p, _ in eds], opts) for i, f in enumerate(files)]
     results, base = sweep.run_and_report_baselines(tasks, args.jobs, log, every=50)
