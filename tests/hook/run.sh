@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # tests/hook/run.sh [FILTER]
 #
-# Tests hooks/stubstrip-hook.sh inside an emulated stdenv (lib/setup.sh)
-# with an autoPatchelf-like hook, on ELF files built here with gcc, against
+# Tests hooks/stubstrip-hook.sh inside an emulated stdenv (lib/builder.sh, with
+# the mock stdenv of tests/nix) with an autoPatchelf-like hook, on ELF files built here with gcc, against
 # the real stubstrip binary: $STUBSTRIP if set, else the one
 # `cargo build --release -p stubstrip` produces. FILTER (a substring)
 # runs only the tests whose names contain it. Prints `N passed, M failed`
@@ -761,11 +761,12 @@ test_consumer_referenced_stub_is_linked() {
   envAttr STUBSTRIP_DRIVER_LINK "$NODRIVER"
   list buildInputs "$pkg"
   flag dontAutoPatchelf
-  str pkg "$pkg"
+  # Not "pkg": stdenv's setup.sh loops over the inputs with that variable.
+  str cudartPkg "$pkg"
   str installPhase 'runHook preInstall
 mkdir -p "$out/lib" "$lib" "$bin"
 cp "$fixtures/libcudafake.so" "$out/lib/libcudafake.so"
-patchelf --add-needed libcudart.so.12 --set-rpath "$pkg/lib/stubs:$pkg/lib" "$out/lib/libcudafake.so"
+patchelf --add-needed libcudart.so.12 --set-rpath "$cudartPkg/lib/stubs:$cudartPkg/lib" "$out/lib/libcudafake.so"
 runHook postInstall'
   buildOk
   runpathIs "$D/out/lib/libcudafake.so" "$NODRIVER:$pkg/lib"

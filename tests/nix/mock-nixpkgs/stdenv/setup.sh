@@ -1,5 +1,8 @@
 # shellcheck shell=bash
-# shellcheck disable=SC1090,SC2034,SC2154
+# shellcheck disable=SC1090,SC1091,SC2034,SC2154
+# Like nixpkgs' setup.sh, it word-splits dependency lists on purpose (strings
+# or arrays), assigns through namerefs and sets PATH from scratch:
+# shellcheck disable=SC2016,SC2048,SC2068,SC2123,SC2178,SC2206
 #
 # A small re-implementation of nixpkgs' pkgs/stdenv/generic/setup.sh (plus the
 # default multiple-outputs and patchelf hooks) for offline tests. It keeps the
@@ -14,7 +17,10 @@
 #     fixupPhase: fixupOutput per output, propagated-* files written into the
 #     dev output, then postFixup (implicit hook first, then postFixupHooks)
 #   - helpers hooks rely on: appendToVar, prependToVar, concatTo, printWords,
-#     getAllOutputNames, isELF, substitute*, the nix*Log functions
+#     getAllOutputNames, isELF, substitute*, the nix*Log functions; with
+#     stdenvFlavour=old, a stdenv from before 2023 (nixpkgs 23.05 and
+#     earlier), the first four and the nix*Log functions do not exist, so
+#     hooks must cope without them (the phases use private copies)
 # Tools come from the host (PATH=/usr/bin:/bin): there is no cc-wrapper, so
 # CC is plain gcc and nothing adds -L/-rpath flags behind the compiler's back.
 
@@ -33,7 +39,7 @@ else
     : "${outputs:=out}"
 fi
 
-getAllOutputNames() {
+_stdenvOutputNames() {
     if [[ -n $__structuredAttrs ]]; then
         echo "${!outputs[*]}"
     else
@@ -44,26 +50,28 @@ getAllOutputNames() {
 ######################################################################
 # Logging (nixpkgs' nixLog family: to $NIX_LOG_FD, levels gated by NIX_DEBUG)
 
-_nixLogWithLevel() {
-    [[ -n ${NIX_LOG_FD-} ]] || return 0
-    (( ${NIX_DEBUG:-0} >= $1 )) || return 0
-    local -a names=(ERROR WARN NOTICE INFO TALKATIVE CHATTY DEBUG VOMIT)
-    printf '%s: %s: %s\n' "${names[$1]}" "${FUNCNAME[2]}" "$2" >&"$NIX_LOG_FD"
-}
-nixErrorLog() { _nixLogWithLevel 0 "$*"; }
-nixWarnLog() { _nixLogWithLevel 1 "$*"; }
-nixNoticeLog() { _nixLogWithLevel 2 "$*"; }
-nixInfoLog() { _nixLogWithLevel 3 "$*"; }
-nixTalkativeLog() { _nixLogWithLevel 4 "$*"; }
-nixChattyLog() { _nixLogWithLevel 5 "$*"; }
-nixDebugLog() { _nixLogWithLevel 6 "$*"; }
-nixVomitLog() { _nixLogWithLevel 7 "$*"; }
-nixLog() {
-    [[ -n ${NIX_LOG_FD-} ]] || return 0
-    local caller=${FUNCNAME[1]}
-    [[ $caller != _callImplicitHook ]] || caller=${hookName-$caller}
-    printf '%s: %s\n' "$caller" "$*" >&"$NIX_LOG_FD"
-}
+if [[ ${stdenvFlavour:-new} != old ]]; then
+    _nixLogWithLevel() {
+        [[ -n ${NIX_LOG_FD-} ]] || return 0
+        (( ${NIX_DEBUG:-0} >= $1 )) || return 0
+        local -a names=(ERROR WARN NOTICE INFO TALKATIVE CHATTY DEBUG VOMIT)
+        printf '%s: %s: %s\n' "${names[$1]}" "${FUNCNAME[2]}" "$2" >&"$NIX_LOG_FD"
+    }
+    nixErrorLog() { _nixLogWithLevel 0 "$*"; }
+    nixWarnLog() { _nixLogWithLevel 1 "$*"; }
+    nixNoticeLog() { _nixLogWithLevel 2 "$*"; }
+    nixInfoLog() { _nixLogWithLevel 3 "$*"; }
+    nixTalkativeLog() { _nixLogWithLevel 4 "$*"; }
+    nixChattyLog() { _nixLogWithLevel 5 "$*"; }
+    nixDebugLog() { _nixLogWithLevel 6 "$*"; }
+    nixVomitLog() { _nixLogWithLevel 7 "$*"; }
+    nixLog() {
+        [[ -n ${NIX_LOG_FD-} ]] || return 0
+        local caller=${FUNCNAME[1]}
+        [[ $caller != _callImplicitHook ]] || caller=${hookName-$caller}
+        printf '%s: %s\n' "$caller" "$*" >&"$NIX_LOG_FD"
+    }
+fi
 
 ######################################################################
 # Hooks
@@ -154,34 +162,36 @@ _varIsArray() {
     fi
     [[ -n $__structuredAttrs ]]
 }
-appendToVar() {
-    local -n nameref=$1
-    local rc=0
-    _varIsArray "$1" appendToVar || rc=$?
-    ((rc != 2)) || return 1
-    shift
-    if ((rc == 0)); then
-        nameref=(${nameref+"${nameref[@]}"} "$@")
-    else
-        nameref="${nameref-} $*"
-    fi
-}
-prependToVar() {
-    local -n nameref=$1
-    local rc=0
-    _varIsArray "$1" prependToVar || rc=$?
-    ((rc != 2)) || return 1
-    shift
-    if ((rc == 0)); then
-        nameref=("$@" ${nameref+"${nameref[@]}"})
-    else
-        nameref="$* ${nameref-}"
-    fi
-}
+if [[ ${stdenvFlavour:-new} != old ]]; then
+    appendToVar() {
+        local -n nameref=$1
+        local rc=0
+        _varIsArray "$1" appendToVar || rc=$?
+        ((rc != 2)) || return 1
+        shift
+        if ((rc == 0)); then
+            nameref=(${nameref+"${nameref[@]}"} "$@")
+        else
+            nameref="${nameref-} $*"
+        fi
+    }
+    prependToVar() {
+        local -n nameref=$1
+        local rc=0
+        _varIsArray "$1" prependToVar || rc=$?
+        ((rc != 2)) || return 1
+        shift
+        if ((rc == 0)); then
+            nameref=("$@" ${nameref+"${nameref[@]}"})
+        else
+            nameref="$* ${nameref-}"
+        fi
+    }
+fi
 
 # concatTo TARGET NAME[=DEFAULT]...: arrays are appended as they are,
 # strings split on whitespace (without globbing).
-concatTo() {
+_stdenvConcatTo() {
     local -
     set -o noglob
     local -n targetref=$1
@@ -202,6 +212,11 @@ concatTo() {
         unset -n nameref
     done
 }
+
+if [[ ${stdenvFlavour:-new} != old ]]; then
+    getAllOutputNames() { _stdenvOutputNames; }
+    concatTo() { _stdenvConcatTo "$@"; }
+fi
 
 printLines() { (($# > 0)) || return 0; printf '%s\n' "$@"; }
 printWords() { (($# > 0)) || return 0; printf '%s ' "$@"; }
@@ -422,11 +437,11 @@ _overrideFirst outputLib lib out
 # The dev output propagates the outputs named in propagatedBuildOutputs
 # (default: bin, include and lib, minus the dev output itself).
 _multioutPropagateDev() {
-    [[ "$(getAllOutputNames)" != out ]] || return 0
+    [[ "$(_stdenvOutputNames)" != out ]] || return 0
     local propagater=$outputDev output
     local -a wanted=()
     if declare -p propagatedBuildOutputs >/dev/null 2>&1; then
-        concatTo wanted propagatedBuildOutputs
+        _stdenvConcatTo wanted propagatedBuildOutputs
     else
         for output in $outputBin $outputInclude $outputLib; do
             [[ $output == "$propagater" || " ${wanted[*]-} " == *" $output "* ]] || wanted+=("$output")
@@ -553,7 +568,7 @@ _defaultUnpack() {
 unpackPhase() {
     runHook preUnpack
     local -a srcsArray=()
-    if [[ -n ${srcs-} ]]; then concatTo srcsArray srcs; else srcsArray=("$src"); fi
+    if [[ -n ${srcs-} ]]; then _stdenvConcatTo srcsArray srcs; else srcsArray=("$src"); fi
     local dirsBefore="" i
     for i in *; do [[ ! -d $i ]] || dirsBefore+=" $i "; done
     for i in "${srcsArray[@]}"; do
@@ -576,7 +591,7 @@ unpackPhase() {
 patchPhase() {
     runHook prePatch
     local -a patchesArray=()
-    concatTo patchesArray patches
+    _stdenvConcatTo patchesArray patches
     local p
     for p in ${patchesArray[@]+"${patchesArray[@]}"}; do
         echo "applying patch $p"
@@ -620,7 +635,7 @@ recordPropagatedDependencies() {
     local i
     for i in "${!vars[@]}"; do
         local -a values=()
-        concatTo values "${vars[i]}"
+        _stdenvConcatTo values "${vars[i]}"
         ((${#values[@]})) || continue
         mkdir -p "${!outputDev}/nix-support"
         printWords "${values[@]}" >"${!outputDev}/nix-support/${files[i]}"
@@ -629,13 +644,13 @@ recordPropagatedDependencies() {
 
 fixupPhase() {
     local output
-    for output in $(getAllOutputNames); do
+    for output in $(_stdenvOutputNames); do
         if [[ -e ${!output} ]]; then chmod -R u+w -- "${!output}"; fi
     done
 
     runHook preFixup
 
-    for output in $(getAllOutputNames); do
+    for output in $(_stdenvOutputNames); do
         prefix=${!output} runHook fixupOutput
     done
 
