@@ -15,6 +15,7 @@ mod audit;
 mod check;
 mod driver;
 mod elf_file;
+mod elf_input;
 mod explain;
 mod fix;
 mod fixup;

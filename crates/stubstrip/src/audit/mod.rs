@@ -11,11 +11,11 @@ pub mod run;
 
 use std::path::PathBuf;
 
-use ldso_model::fsview::ReadElfError;
 use thiserror::Error;
 
 pub use rules::Severity;
 
+use crate::elf_input::InputError;
 use crate::rule::StubMatcher;
 
 /// Exit status: a finding at or above the `--deny` level.
@@ -43,15 +43,9 @@ pub struct AuditConfig {
 /// Why one file could not be audited (the report names the file).
 #[derive(Debug, Error)]
 pub enum AuditFileError {
-    /// Opening it was refused.
-    #[error("permission denied")]
-    Denied,
-    /// Opening or reading its first bytes failed otherwise.
-    #[error("{0}")]
-    Probe(String),
-    /// Its dynamic information could not be read.
+    /// It could not be read.
     #[error(transparent)]
-    Read(#[from] ReadElfError),
+    Input(#[from] InputError),
     /// It lies outside `--root`.
     #[error("outside --root")]
     OutsideRoot,

@@ -6,7 +6,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ldso_model::fsview::{dirname, Bytes, FsView, Probe};
+use ldso_model::fsview::{dirname, Bytes};
 use ldso_model::hostfs::HostFs;
 use ldso_model::settings::{self, LoaderSettings, SettingsOverrides};
 use ldso_model::target::Target;
@@ -16,6 +16,7 @@ use super::report::AuditReport;
 use super::rules::{self, AuditContext, AuditSubject};
 use super::{AuditConfig, AuditFileError, AuditOutcome, EXIT_DENIED, EXIT_UNREADABLE};
 use crate::driver::RUNTIME_DIRS;
+use crate::elf_input;
 use crate::walk;
 
 /// The build and temporary directories: `/build` (the Nix sandbox's), `$NIX_BUILD_TOP`,
@@ -49,19 +50,13 @@ fn audit_file(
     runtime: &[Bytes],
     cache: &SettingsCache,
 ) -> AuditOutcome {
-    let host = HostFs::default();
     let fs = HostFs {
         root: c.root.clone(),
     };
     let p = path.as_os_str().as_bytes();
-    let header = match host.probe(p) {
-        Probe::File(_, h) if h.magic => h,
-        Probe::File(..) | Probe::Directory | Probe::Missing => return AuditOutcome::NotAudited,
-        Probe::Denied => return AuditOutcome::Failed(AuditFileError::Denied),
-        Probe::Failed(e) => return AuditOutcome::Failed(AuditFileError::Probe(e)),
-    };
-    let info = match host.read_elf(p) {
-        Ok(i) => i,
+    let (header, info) = match elf_input::read(path) {
+        Ok(x) => x,
+        Err(e) if e.is_not_elf() => return AuditOutcome::NotAudited,
         Err(e) => return AuditOutcome::Failed(e.into()),
     };
     if !info.dynamic || !header.is_loadable() {

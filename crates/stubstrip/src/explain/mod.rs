@@ -9,9 +9,8 @@ pub mod run;
 
 use std::path::PathBuf;
 
-use ldso_model::fsview::{Bytes, ReadElfError};
+use ldso_model::fsview::Bytes;
 use ldso_model::settings::SettingsOverrides;
-use thiserror::Error;
 
 use crate::rule::StubMatcher;
 
@@ -35,27 +34,4 @@ pub struct ExplainConfig {
     pub overrides: SettingsOverrides,
     /// Which directories hold stubs.
     pub stubs: StubMatcher,
-}
-
-/// Why the program to explain cannot be read (printed after its path).
-#[derive(Debug, Error)]
-pub enum ExplainInputError {
-    /// It does not start with the ELF magic.
-    #[error("not an ELF file")]
-    NotElf,
-    /// Nothing is there.
-    #[error("no such file")]
-    Missing,
-    /// It is a directory.
-    #[error("is a directory")]
-    Directory,
-    /// Opening it was refused.
-    #[error("permission denied")]
-    Denied,
-    /// Opening or reading its first bytes failed otherwise.
-    #[error("{0}")]
-    Probe(String),
-    /// Its dynamic information could not be read.
-    #[error(transparent)]
-    Read(#[from] ReadElfError),
 }

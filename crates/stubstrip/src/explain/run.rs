@@ -3,14 +3,15 @@
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
-use ldso_model::fsview::{dirname, Bytes, ElfInfo, FsView, Probe};
+use ldso_model::fsview::{dirname, Bytes};
 use ldso_model::hostfs::HostFs;
 use ldso_model::resolve::{self, Program};
 use ldso_model::settings;
-use ldso_model::target::{RawHeader, Target};
+use ldso_model::target::Target;
 
 use super::report::ExplainReport;
-use super::{ExplainConfig, ExplainInputError, EXIT_PROBLEMS, EXIT_UNREADABLE};
+use super::{ExplainConfig, EXIT_PROBLEMS, EXIT_UNREADABLE};
+use crate::elf_input;
 
 /// The program's path in the modelled system and its `$ORIGIN`.
 fn locate_program(file: &Path, fs: &HostFs) -> (Bytes, Bytes) {
@@ -32,24 +33,9 @@ fn locate_program(file: &Path, fs: &HostFs) -> (Bytes, Bytes) {
     }
 }
 
-/// The program's header and dynamic information, read from the host (not inside `--root`).
-fn read_program(file: &Path) -> Result<(RawHeader, ElfInfo), ExplainInputError> {
-    let host = HostFs::default();
-    let path = file.as_os_str().as_bytes();
-    let header = match host.probe(path) {
-        Probe::File(_, h) if h.magic => h,
-        Probe::File(..) => return Err(ExplainInputError::NotElf),
-        Probe::Missing => return Err(ExplainInputError::Missing),
-        Probe::Directory => return Err(ExplainInputError::Directory),
-        Probe::Denied => return Err(ExplainInputError::Denied),
-        Probe::Failed(e) => return Err(ExplainInputError::Probe(e)),
-    };
-    Ok((header, host.read_elf(path)?))
-}
-
 /// Runs `explain`; returns the exit status.
 pub fn run(c: &ExplainConfig) -> u8 {
-    let (header, info) = match read_program(&c.file) {
+    let (header, info) = match elf_input::read(&c.file) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("stubstrip: {}: {e}", c.file.display());
