@@ -13,6 +13,7 @@ use object::elf;
 
 use super::layout::{Block, Item, ItemKind, Mode, Room};
 use super::strings::{self, Allocation, Range, Request};
+use super::tags::{is_fixed_address_tag, is_movable_pointer_tag, is_read_only_table_type};
 use super::{
     Data, Entry, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Val, VerneedEdits, Write,
     DT_MIPS_RLD_MAP_REL,
@@ -1058,7 +1059,6 @@ fn read_only_if_emptied(
                 || (sh.sh_type == elf::SHT_PROGBITS
                     && e.sections.get(i).is_some_and(|x| x.name == b".interp")))
     };
-    let read_only_tag = |tag: u64| tag == u64::from(elf::DT_STRTAB) || is_movable_pointer_tag(tag);
     for p in phdrs.iter_mut() {
         if p.p_type != elf::PT_LOAD
             || p.p_flags & elf::PF_W == 0
@@ -1077,7 +1077,7 @@ fn read_only_if_emptied(
         });
         let pointed_at = final_dyn
             .iter()
-            .any(|x| is_address_tag(x.tag) && !read_only_tag(x.tag) && inside(x.val));
+            .any(|x| is_fixed_address_tag(x.tag) && inside(x.val));
         let mips_written = mips_writes
             .iter()
             .any(|&(a, n)| a < hi && lo < a.saturating_add(n.max(1)));
@@ -1162,62 +1162,7 @@ fn diff_span<T: PartialEq>(a: &[T], b: &[T]) -> Option<(usize, usize)> {
     Some((lo, hi))
 }
 
-/// Dynamic tags that point into sections the planner may move (all others stay fixed).
-pub(super) fn is_movable_pointer_tag(tag: u64) -> bool {
-    [
-        elf::DT_HASH,
-        elf::DT_GNU_HASH,
-        elf::DT_SYMTAB,
-        elf::DT_VERSYM,
-        elf::DT_VERDEF,
-        elf::DT_VERNEED,
-    ]
-    .iter()
-    .any(|&t| u64::from(t) == tag)
-}
-
 /// What the writes of the file header are called: the only writes allowed over it.
 const ELF_HEADER: &str = "ELF header";
 /// See [`ELF_HEADER`].
 const ELF_AND_PROGRAM_HEADERS: &str = "ELF and program headers";
-
-/// Section types of the tables a loader only reads, which may therefore move into (or stay in) a
-/// read-only segment: notes, hash tables, dynamic symbols and version records. `.dynstr` and
-/// `.interp` are recognized by callers from what they are, not their type.
-pub(super) fn is_read_only_table_type(sh_type: u32) -> bool {
-    matches!(
-        sh_type,
-        elf::SHT_NOTE
-            | elf::SHT_HASH
-            | elf::SHT_GNU_HASH
-            | elf::SHT_DYNSYM
-            | elf::SHT_GNU_VERSYM
-            | elf::SHT_GNU_VERNEED
-            | elf::SHT_GNU_VERDEF
-    )
-}
-
-/// Dynamic tags whose value is an address (`d_ptr`), per the gABI and GNU extensions.
-pub(super) fn is_address_tag(tag: u64) -> bool {
-    let t = tag as u32;
-    matches!(
-        t,
-        elf::DT_PLTGOT
-            | elf::DT_HASH
-            | elf::DT_STRTAB
-            | elf::DT_SYMTAB
-            | elf::DT_RELA
-            | elf::DT_INIT
-            | elf::DT_FINI
-            | elf::DT_REL
-            | elf::DT_JMPREL
-            | elf::DT_INIT_ARRAY
-            | elf::DT_FINI_ARRAY
-            | elf::DT_PREINIT_ARRAY
-            | elf::DT_SYMTAB_SHNDX
-            | elf::DT_VERSYM
-            | elf::DT_VERDEF
-            | elf::DT_VERNEED
-    ) || (0x6fff_fe00..=0x6fff_feff).contains(&t)
-        || t == 0x24 // DT_RELR
-}

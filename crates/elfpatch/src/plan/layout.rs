@@ -3,8 +3,8 @@
 
 use object::elf;
 
-use super::build::{is_address_tag, is_movable_pointer_tag, is_read_only_table_type};
 use super::strings::{self, Range};
+use super::tags::{is_fixed_address_tag, is_read_only_table_type, DT_RELR, DT_RELRSZ};
 use super::{checked_align_up, Planner};
 use crate::error::{Error, Result};
 use crate::refs::Region;
@@ -352,12 +352,7 @@ impl Planner<'_> {
         }
         if let Some(d) = &e.dynamic {
             for x in d.entries() {
-                if is_address_tag(x.tag)
-                    && !is_movable_pointer_tag(x.tag)
-                    && x.tag != u64::from(elf::DT_STRTAB)
-                    && x.val >= lo
-                    && x.val < hi
-                {
+                if is_fixed_address_tag(x.tag) && x.val >= lo && x.val < hi {
                     return Ok(Room::MoveTable);
                 }
             }
@@ -466,7 +461,7 @@ impl Planner<'_> {
                     (elf::DT_RELA, elf::DT_RELASZ),
                     (elf::DT_REL, elf::DT_RELSZ),
                     (elf::DT_JMPREL, elf::DT_PLTRELSZ),
-                    (0x24, 0x23), // DT_RELR, DT_RELRSZ
+                    (DT_RELR, DT_RELRSZ),
                     (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ),
                     (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ),
                 ];
@@ -483,10 +478,7 @@ impl Planner<'_> {
                     }
                 }
                 for x in d.entries() {
-                    if is_address_tag(x.tag)
-                        && !is_movable_pointer_tag(x.tag)
-                        && x.tag != u64::from(elf::DT_STRTAB)
-                    {
+                    if is_fixed_address_tag(x.tag) {
                         if let Some(o) = e.vaddr_to_offset(x.val, 1) {
                             out.push(Occupant {
                                 start: o,

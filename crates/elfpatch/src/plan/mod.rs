@@ -21,6 +21,7 @@
 mod build;
 mod layout;
 pub mod strings;
+mod tags;
 
 use object::elf;
 
@@ -308,23 +309,6 @@ pub fn plan(elf: &Elf, tables: &Tables, edits: &[Edit], opts: &Options) -> Resul
     Planner::new(elf, tables, opts)?.run(edits)
 }
 
-/// Dynamic tags that name one table each (or its size): they must not appear with two values.
-const UNIQUE_TAGS: [u32; 13] = [
-    elf::DT_STRTAB,
-    elf::DT_STRSZ,
-    elf::DT_SYMTAB,
-    elf::DT_HASH,
-    elf::DT_GNU_HASH,
-    elf::DT_VERSYM,
-    elf::DT_VERNEED,
-    elf::DT_VERNEEDNUM,
-    elf::DT_VERDEF,
-    elf::DT_VERDEFNUM,
-    elf::DT_SYMENT,
-    elf::DT_SONAME,
-    elf::DT_MIPS_RLD_MAP_REL,
-];
-
 /// What an edit may write over in place or zero once it moved — the dynamic tables, the
 /// interpreter path, the dynamic array — must share no byte with the headers or with each other:
 /// editing one would change another, and garbage offsets (a `PT_INTERP` at offset 0, a second
@@ -497,7 +481,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
             }
-            for tag in UNIQUE_TAGS {
+            for tag in tags::UNIQUE_TAGS {
                 let mut values = d.entries().iter().filter(|x| x.tag == u64::from(tag));
                 if let Some(first) = values.next() {
                     if let Some(other) = values.find(|x| x.val != first.val) {
