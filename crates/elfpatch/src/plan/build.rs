@@ -25,7 +25,7 @@ use crate::refs::{Region, VerneedEntry};
 
 /// Builds the plan once the desired contents are known.
 pub(super) struct Builder<'p, 'a> {
-    p: &'p Planner<'a>,
+    planner: &'p Planner<'a>,
     entries: Vec<Entry>,
     vn: VerneedEdits,
     interp: Option<Vec<u8>>,
@@ -66,13 +66,13 @@ fn empty_strtab() -> StrTab {
 
 impl<'p, 'a> Builder<'p, 'a> {
     pub(super) fn new(
-        p: &'p Planner<'a>,
+        planner: &'p Planner<'a>,
         entries: Vec<Entry>,
         vn: VerneedEdits,
         interp: Option<Vec<u8>>,
     ) -> Self {
         Builder {
-            p,
+            planner,
             entries,
             vn,
             interp,
@@ -98,10 +98,10 @@ impl<'p, 'a> Builder<'p, 'a> {
     }
 
     pub(super) fn build(mut self) -> Result<Plan> {
-        let e = self.p.elf;
+        let e = self.planner.elf;
         let versions_before: Vec<VerneedEntry> = self
-            .p
-            .t
+            .planner
+            .tables
             .verneed
             .as_ref()
             .map(|(_, v)| v.clone())
@@ -110,7 +110,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         let versions = self.versions(versions_before, &strings);
         self.update_version_entries(&versions);
 
-        let dyn_entries_change = self.p.dynamic_changed(&self.entries);
+        let dyn_entries_change = self.planner.dynamic_changed(&self.entries);
         let capacity = e.dynamic.as_ref().map_or(0, |d| d.capacity());
         let interp_fits = match (&self.interp, &e.interp) {
             (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
@@ -128,8 +128,8 @@ impl<'p, 'a> Builder<'p, 'a> {
 
     /// Places the new strings.
     fn strings(&self, verneed: &[VerneedEntry]) -> Strings {
-        let e = self.p.elf;
-        let t = self.p.t;
+        let e = self.planner.elf;
+        let t = self.planner.tables;
         let mut requests: Vec<Request> = Vec::new();
         let mut request_of = |bytes: &[u8], replaces: Option<u64>| -> usize {
             if let Some(i) = requests.iter().position(|r| r.bytes == bytes) {
@@ -148,8 +148,8 @@ impl<'p, 'a> Builder<'p, 'a> {
                 Val::New(s) => {
                     let replaces = x
                         .orig
-                        .filter(|&i| is_string_tag(self.p.orig_tag(i)))
-                        .map(|i| self.p.orig_val(i));
+                        .filter(|&i| is_string_tag(self.planner.orig_tag(i)))
+                        .map(|i| self.planner.orig_val(i));
                     Some(request_of(s, replaces))
                 }
                 _ => None,
@@ -220,7 +220,7 @@ impl<'p, 'a> Builder<'p, 'a> {
 
     /// The version records after renames and removals.
     fn versions(&self, mut entries: Vec<VerneedEntry>, s: &Strings) -> Versions {
-        let f = self.p.f;
+        let f = self.planner.format;
         let changed = !self.vn.retarget.is_empty() || !self.vn.remove.is_empty();
         let gone: Vec<u16> = self
             .vn
@@ -231,7 +231,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         let versym = if gone.is_empty() {
             None
         } else {
-            self.p.t.versym.as_ref().and_then(|(_, old)| {
+            self.planner.tables.versym.as_ref().and_then(|(_, old)| {
                 let new: Vec<u16> = old
                     .iter()
                     .map(|&v| if gone.contains(&(v & 0x7fff)) { 1 } else { v })
@@ -285,8 +285,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         at: &Addresses,
         relocate: &dyn Fn(u64) -> u64,
     ) -> Vec<Dyn> {
-        let f = self.p.f;
-        let d = self.p.elf.dynamic.as_ref();
+        let f = self.planner.format;
+        let d = self.planner.elf.dynamic.as_ref();
         let mut out: Vec<Dyn> = self
             .entries
             .iter()
@@ -327,9 +327,9 @@ impl<'p, 'a> Builder<'p, 'a> {
 
     /// Everything fits: small writes into the existing structures.
     fn in_place(mut self, s: Strings, v: Versions, dyn_entries_change: bool) -> Result<Plan> {
-        let e = self.p.elf;
-        let f = self.p.f;
-        let t = self.p.t;
+        let e = self.planner.elf;
+        let f = self.planner.format;
+        let t = self.planner.tables;
         let empty = empty_strtab();
         let st = e.strtab.as_ref().unwrap_or(&empty);
         // Live data changes in this order: every prefix of it is a valid file.
@@ -419,12 +419,12 @@ impl<'p, 'a> Builder<'p, 'a> {
 
     /// Something does not fit: copy-on-write into the appended segment, one commit write.
     fn appended(mut self, s: Strings, v: Versions, dyn_entries_change: bool) -> Result<Plan> {
-        let e = self.p.elf;
-        let f = self.p.f;
-        let t = self.p.t;
+        let e = self.planner.elf;
+        let f = self.planner.format;
+        let t = self.planner.tables;
         let empty = empty_strtab();
         let st = e.strtab.as_ref().unwrap_or(&empty);
-        let (mode, base) = self.p.choose_layout()?;
+        let (mode, base) = self.planner.choose_layout()?;
         let block = match mode {
             Mode::New(Room::Block(b)) => Some(b),
             _ => None,
@@ -438,7 +438,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         let interp_item = self.interp.is_some();
         let verneed_item = v.verneed.is_some() && vn_region.is_some();
         let versym_item = v.versym.is_some() && vs_region.is_some();
-        let block_moves_tables = block.is_some_and(|b| self.p.dynamic_refs_in(b.start, b.end));
+        let block_moves_tables =
+            block.is_some_and(|b| self.planner.dynamic_refs_in(b.start, b.end));
         let d = e.dynamic.as_ref();
         let move_dynamic = d.is_some()
             && (dyn_entries_change
@@ -447,11 +448,11 @@ impl<'p, 'a> Builder<'p, 'a> {
                 || versym_item
                 || block_moves_tables);
         if move_dynamic {
-            self.p.check_dynamic_editable()?;
+            self.planner.check_dynamic_editable()?;
         }
 
         let mut items: Vec<Item> = Vec::new();
-        let new_phnum = self.p.new_phnum(Some(mode));
+        let new_phnum = self.planner.new_phnum(Some(mode));
         if matches!(mode, Mode::New(Room::MoveTable)) {
             items.push(Item::new(
                 ItemKind::PhdrTable,
@@ -483,7 +484,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         }
         let capacity = d.map_or(0, |d| d.capacity());
         // Never smaller than before: a `_DYNAMIC` symbol's size (gold sets it) must still fit.
-        let new_capacity = (self.entries.len() + 1 + self.p.opts.dynamic_spare).max(capacity);
+        let new_capacity = (self.entries.len() + 1 + self.planner.opts.dynamic_spare).max(capacity);
         if move_dynamic {
             items.push(Item::new(
                 ItemKind::Dynamic,
@@ -491,7 +492,7 @@ impl<'p, 'a> Builder<'p, 'a> {
                 f.word_size(),
             ));
         }
-        let seg = self.p.place(base, &mut items)?;
+        let seg = self.planner.place(base, &mut items)?;
         let item = |k: ItemKind| items.iter().find(|i| i.kind == k).cloned();
 
         // Things that moved with the block keep their offsets relative to it.
@@ -526,7 +527,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             // Bytes of the block that nothing describes (padding, or what an earlier editor left
             // there: patchelf leaves old string tables behind) do not travel: nothing can refer
             // to them at their new address, and old strings must not survive the edit.
-            let described = self.p.described(b.start, b.end);
+            let described = self.planner.described(b.start, b.end);
             for (lo, hi) in strings::subtract(&[(b.start, b.end)], &described) {
                 self.push(
                     it.offset + (lo - b.start),
@@ -850,7 +851,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         addr: u64,
         size: u64,
     ) {
-        let orig = self.p.elf.sections[i].shdr;
+        let orig = self.planner.elf.sections[i].shdr;
         moves.retain(|m| m.shndx != i as u16);
         if orig.sh_addr != addr {
             moves.push(SectionMove {
@@ -869,15 +870,15 @@ impl<'p, 'a> Builder<'p, 'a> {
         if v.kept == v.entries.len() {
             return;
         }
-        let region = self.p.t.verneed.as_ref().map(|(r, _)| *r);
-        if let Some(i) = section_at(self.p.elf, elf::SHT_GNU_VERNEED, region) {
+        let region = self.planner.tables.verneed.as_ref().map(|(r, _)| *r);
+        if let Some(i) = section_at(self.planner.elf, elf::SHT_GNU_VERNEED, region) {
             shdrs[i].sh_info = v.kept as u32;
         }
     }
 
     fn section_header_writes(&mut self, shdrs: &[Shdr]) {
-        let e = self.p.elf;
-        let f = self.p.f;
+        let e = self.planner.elf;
+        let f = self.planner.format;
         for (i, (new, old)) in shdrs.iter().zip(e.sections.iter()).enumerate() {
             if *new != old.shdr {
                 let at = e.header.e_shoff + (i * f.shdr_size()) as u64;
@@ -890,8 +891,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         if moves.is_empty() {
             return Vec::new();
         }
-        let f = self.p.f;
-        self.p
+        let f = self.planner.format;
+        self.planner
             .elf
             .sections
             .iter()
@@ -920,7 +921,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         // The last line of defence: only the header write itself may touch the ELF header. The
         // checks in `Planner::new` refuse the inputs known to lead here; anything else that
         // does is refused too rather than written.
-        let ehdr = self.p.f.ehdr_size() as u64;
+        let ehdr = self.planner.format.ehdr_size() as u64;
         if let Some(w) = self
             .writes
             .iter()
@@ -941,7 +942,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         );
         Ok(Plan {
             writes: self.writes,
-            old_len: self.p.elf.file_len,
+            old_len: self.planner.elf.file_len,
             new_len,
             symbol_fixups,
             layout,

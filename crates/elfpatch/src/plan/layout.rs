@@ -168,12 +168,12 @@ impl Planner<'_> {
         // Keep the new segment clear of the old image by a page, and by the largest dynamic
         // symbol: eu-elflint takes a relocation at r_offset against a symbol of size n to touch
         // [r_offset, r_offset + n], and calls a read-only segment in that range "modified".
-        let reach = self.t.dynsym.as_ref().map_or(0, |s| s.max_size);
+        let reach = self.tables.dynsym.as_ref().map_or(0, |s| s.max_size);
         let base = top
             .checked_add(reach)
             .and_then(|x| checked_align_up(x, align))
             .and_then(|x| x.checked_add(align))
-            .filter(|&b| b < self.f.max_addr())
+            .filter(|&b| b < self.format.max_addr())
             .ok_or_else(no_room)?;
         let mut vaddr = base.checked_add(offset % align).ok_or_else(no_room)?;
         if matches!(room, Room::MoveTable) && e.interp.is_some() {
@@ -212,7 +212,7 @@ impl Planner<'_> {
             cur = off + it.size;
         }
         let end_vaddr = cur.wrapping_add(bias);
-        if end_vaddr > self.f.max_addr() || end_vaddr < v0 {
+        if end_vaddr > self.format.max_addr() || end_vaddr < v0 {
             return Err(Error::refused(
                 "the appended segment would not fit in the address space",
             ));
@@ -250,7 +250,7 @@ impl Planner<'_> {
                 size: s.bytes.len() as u64,
             });
         }
-        let t = self.t;
+        let t = self.tables;
         out.extend(t.dynsym.as_ref().map(|s| s.region));
         out.extend(t.hash);
         out.extend(t.gnu_hash);
@@ -263,7 +263,7 @@ impl Planner<'_> {
     /// How to make room for one more program header.
     pub(super) fn find_room(&self) -> Result<Room> {
         let e = self.elf;
-        let f = self.f;
+        let f = self.format;
         if let Some(i) = e.phdrs.iter().position(|p| p.p_type == elf::PT_NULL) {
             return Ok(Room::NullSlot(i));
         }
@@ -429,7 +429,7 @@ impl Planner<'_> {
                 let end = e
                     .header
                     .e_shoff
-                    .saturating_add((e.sections.len() * self.f.shdr_size()) as u64);
+                    .saturating_add((e.sections.len() * self.format.shdr_size()) as u64);
                 out.push(Occupant {
                     start: e.header.e_shoff,
                     end,
@@ -446,11 +446,11 @@ impl Planner<'_> {
                     start: r.offset,
                     end: r.end(),
                     movable: true,
-                    align: self.f.word_size(),
+                    align: self.format.word_size(),
                 });
             }
             if let Some(d) = &e.dynamic {
-                let size = (d.capacity() * self.f.dyn_size()) as u64;
+                let size = (d.capacity() * self.format.dyn_size()) as u64;
                 out.push(Occupant {
                     start: d.offset,
                     end: d.offset + size,

@@ -382,15 +382,16 @@ fn check_no_overlaps(elf: &Elf, tables: &[crate::refs::Region]) -> Result<()> {
     Ok(())
 }
 
+/// The input of one plan: the parsed file, the tables that refer to its strings, the options.
 struct Planner<'a> {
     elf: &'a Elf,
-    t: &'a Tables,
+    tables: &'a Tables,
     opts: &'a Options,
-    f: Format,
+    format: Format,
 }
 
 impl<'a> Planner<'a> {
-    fn new(elf: &'a Elf, t: &'a Tables, opts: &'a Options) -> Result<Self> {
+    fn new(elf: &'a Elf, tables: &'a Tables, opts: &'a Options) -> Result<Self> {
         // Editing assumes the loader's view is sane: loadable segments sorted and disjoint,
         // every section inside the file (usable alignments: see `choose_layout`).
         for x in &elf.sections {
@@ -461,9 +462,9 @@ impl<'a> Planner<'a> {
         }
         let planner = Planner {
             elf,
-            t,
+            tables,
             opts,
-            f: elf.format,
+            format: elf.format,
         };
         // One value per table pointer: glibc keeps the last of several entries, this reader the
         // first, so with two different values nobody can say which table an edit must change.
@@ -571,7 +572,7 @@ impl<'a> Planner<'a> {
         let mut vn = VerneedEdits::default();
         let mut interp: Option<Vec<u8>> = None;
         let verneed: &[VerneedEntry] = self
-            .t
+            .tables
             .verneed
             .as_ref()
             .map(|(_, v)| v.as_slice())
@@ -821,7 +822,7 @@ impl<'a> Planner<'a> {
             .dynamic
             .as_ref()
             .ok_or_else(|| Error::unsupported("the file has no dynamic section"))?;
-        let size = (d.capacity() * self.f.dyn_size()) as u64;
+        let size = (d.capacity() * self.format.dyn_size()) as u64;
         if e.vaddr_to_offset(d.vaddr, size) != Some(d.offset) {
             return Err(Error::refused(format!(
                 "PT_DYNAMIC (offset {:#x}, address {:#x}) is not mapped by a PT_LOAD at the same place",
