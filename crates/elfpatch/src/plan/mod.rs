@@ -20,13 +20,14 @@
 
 mod build;
 mod layout;
+mod preflight;
 pub mod strings;
 mod tags;
 
 use object::elf;
 
 use crate::error::{Error, Result};
-use crate::format::{Dyn, Format, Phdr};
+use crate::format::{Dyn, Format};
 use crate::read::{is_string_tag, Elf};
 use crate::refs::{Tables, VerneedEntry};
 use build::Builder;
@@ -309,79 +310,6 @@ pub fn plan(elf: &Elf, tables: &Tables, edits: &[Edit], opts: &Options) -> Resul
     Planner::new(elf, tables, opts)?.run(edits)
 }
 
-/// What an edit may write over in place or zero once it moved — the dynamic tables, the
-/// interpreter path, the dynamic array — must share no byte with the headers or with each other:
-/// editing one would change another, and garbage offsets (a `PT_INTERP` at offset 0, a second
-/// `DT_STRTAB` pointing into the ELF header) would have an edit zero the ELF header.
-fn check_no_overlaps(elf: &Elf, tables: &[crate::refs::Region]) -> Result<()> {
-    #[derive(PartialEq)]
-    enum Kind {
-        Table,
-        Editable,
-        Header,
-    }
-    let f = elf.format;
-    let mut areas: Vec<(String, u64, u64, Kind)> = tables
-        .iter()
-        .map(|r| {
-            let what = format!(
-                "a dynamic table ({:#x}+{:#x} in the file)",
-                r.offset, r.size
-            );
-            (what, r.offset, r.size, Kind::Table)
-        })
-        .collect();
-    if let Some(i) = &elf.interp {
-        let what = "the interpreter path (PT_INTERP)".to_string();
-        areas.push((what, i.offset, i.capacity, Kind::Editable));
-    }
-    if let Some(d) = &elf.dynamic {
-        let len = (d.capacity() * f.dyn_size()) as u64;
-        areas.push((
-            "the dynamic array (PT_DYNAMIC)".into(),
-            d.offset,
-            len,
-            Kind::Editable,
-        ));
-    }
-    let ehdr = u64::from(elf.header.e_ehsize).max(f.ehdr_size() as u64);
-    areas.push(("the ELF header".into(), 0, ehdr, Kind::Header));
-    let phdrs = (elf.phdrs.len() * f.phdr_size()) as u64;
-    areas.push((
-        "the program header table".into(),
-        elf.header.e_phoff,
-        phdrs,
-        Kind::Header,
-    ));
-    if elf.header.e_shoff != 0 {
-        let shdrs = (elf.sections.len() * f.shdr_size()) as u64;
-        areas.push((
-            "the section header table".into(),
-            elf.header.e_shoff,
-            shdrs,
-            Kind::Header,
-        ));
-    }
-    for (k, (what, start, len, kind)) in areas.iter().enumerate() {
-        for (other, ostart, olen, okind) in &areas[k + 1..] {
-            let overlap = *len > 0
-                && *olen > 0
-                && *start < ostart.saturating_add(*olen)
-                && *ostart < start.saturating_add(*len);
-            if !overlap || *kind == Kind::Header {
-                continue;
-            }
-            if *kind == Kind::Table && *okind == Kind::Table {
-                return Err(Error::refused(format!(
-                    "the dynamic tables at {start:#x}+{len:#x} and {ostart:#x}+{olen:#x} overlap"
-                )));
-            }
-            return Err(Error::malformed(*start, format!("{what} overlaps {other}")));
-        }
-    }
-    Ok(())
-}
-
 /// The input of one plan: the parsed file, the tables that refer to its strings, the options.
 struct Planner<'a> {
     elf: &'a Elf,
@@ -392,113 +320,13 @@ struct Planner<'a> {
 
 impl<'a> Planner<'a> {
     fn new(elf: &'a Elf, tables: &'a Tables, opts: &'a Options) -> Result<Self> {
-        // Editing assumes the loader's view is sane: loadable segments sorted and disjoint,
-        // every section inside the file (usable alignments: see `choose_layout`).
-        for x in &elf.sections {
-            let sh = x.shdr;
-            let in_file = sh
-                .sh_offset
-                .checked_add(sh.sh_size)
-                .is_some_and(|end| end <= elf.file_len);
-            let in_space = !sh.is_alloc()
-                || sh
-                    .sh_addr
-                    .checked_add(sh.sh_size)
-                    .is_some_and(|end| end <= elf.format.max_addr().saturating_add(1));
-            if sh.sh_type == elf::SHT_DYNSYM
-                && sh.sh_entsize != 0
-                && sh.sh_entsize != elf.format.sym_size() as u64
-            {
-                return Err(Error::refused(format!(
-                    "section {} has entry size {}, not the {} bytes of a symbol: the headers disagree",
-                    String::from_utf8_lossy(&x.name),
-                    sh.sh_entsize,
-                    elf.format.sym_size()
-                )));
-            }
-            if (sh.has_file_bytes() && !in_file) || !in_space {
-                return Err(Error::refused(format!(
-                    "section {} ({:#x}+{:#x}) lies outside the file or the address space",
-                    String::from_utf8_lossy(&x.name),
-                    sh.sh_offset,
-                    sh.sh_size
-                )));
-            }
-        }
-        // gABI: PT_PHDR "may not occur more than once in a file"; an edit that grows the table
-        // rewrites it, and a second one would be made to describe the table at its own offset.
-        if elf
-            .phdrs
-            .iter()
-            .filter(|p| p.p_type == elf::PT_PHDR)
-            .count()
-            > 1
-        {
-            return Err(Error::malformed(
-                elf.header.e_phoff,
-                "more than one PT_PHDR",
-            ));
-        }
-        let loads: Vec<&Phdr> = elf.loads().collect();
-        for (i, a) in loads.iter().enumerate() {
-            for b in &loads[i + 1..] {
-                if b.p_vaddr < a.p_vaddr {
-                    return Err(Error::refused(format!(
-                        "PT_LOAD at {:#x} follows one at {:#x}: segments are not sorted by address",
-                        b.p_vaddr, a.p_vaddr
-                    )));
-                }
-                if a.p_memsz > 0
-                    && b.p_memsz > 0
-                    && a.p_vaddr < b.vaddr_end()
-                    && b.p_vaddr < a.vaddr_end()
-                {
-                    return Err(Error::refused(format!(
-                        "PT_LOADs at {:#x} and {:#x} overlap in memory",
-                        a.p_vaddr, b.p_vaddr
-                    )));
-                }
-            }
-        }
         let planner = Planner {
             elf,
             tables,
             opts,
             format: elf.format,
         };
-        // One value per table pointer: glibc keeps the last of several entries, this reader the
-        // first, so with two different values nobody can say which table an edit must change.
-        if let Some(d) = &elf.dynamic {
-            // Symbols are as large as the class says; glibc asserts it, and a table moved with
-            // another entry size would be read differently by other readers.
-            if let Some(n) = d.get(elf::DT_SYMENT) {
-                if n != elf.format.sym_size() as u64 {
-                    return Err(Error::malformed(
-                        d.offset,
-                        format!(
-                            "DT_SYMENT is {n}, not the {} bytes of a symbol",
-                            elf.format.sym_size()
-                        ),
-                    ));
-                }
-            }
-            for tag in tags::UNIQUE_TAGS {
-                let mut values = d.entries().iter().filter(|x| x.tag == u64::from(tag));
-                if let Some(first) = values.next() {
-                    if let Some(other) = values.find(|x| x.val != first.val) {
-                        return Err(Error::malformed(
-                            d.offset,
-                            format!(
-                                "dynamic tag {tag:#x} appears with two values ({:#x} and {:#x}): \
-                                 which one the loader uses depends on the loader",
-                                first.val, other.val
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        check_no_overlaps(elf, &planner.dynamic_regions())?;
+        planner.preflight()?;
         Ok(planner)
     }
 
@@ -814,26 +642,5 @@ impl<'a> Planner<'a> {
                     || x.tag != d.entries()[i].tag
                     || !matches!(x.val, Val::Raw(v) | Val::Old(v) if v == d.entries()[i].val)
             })
-    }
-
-    fn check_dynamic_editable(&self) -> Result<()> {
-        let e = self.elf;
-        let d = e
-            .dynamic
-            .as_ref()
-            .ok_or_else(|| Error::unsupported("the file has no dynamic section"))?;
-        let size = (d.capacity() * self.format.dyn_size()) as u64;
-        if e.vaddr_to_offset(d.vaddr, size) != Some(d.offset) {
-            return Err(Error::refused(format!(
-                "PT_DYNAMIC (offset {:#x}, address {:#x}) is not mapped by a PT_LOAD at the same place",
-                d.offset, d.vaddr
-            )));
-        }
-        if e.strtab.is_none() {
-            return Err(Error::unsupported(
-                "the dynamic section has no string table (DT_STRTAB)",
-            ));
-        }
-        Ok(())
     }
 }
