@@ -11,12 +11,12 @@
 
 use object::elf;
 
+use super::edits::{Desired, Entry, Value, VerneedEdits};
 use super::layout::{Block, Item, ItemKind, Mode, Room};
 use super::strings::{self, Allocation, Range, Request};
 use super::tags::{is_fixed_address_tag, is_movable_pointer_tag, is_read_only_table_type};
 use super::{
-    Data, Entry, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Val, VerneedEdits, Write,
-    DT_MIPS_RLD_MAP_REL,
+    Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write, DT_MIPS_RLD_MAP_REL,
 };
 use crate::error::{Error, Result};
 use crate::format::{Dyn, Format, Phdr, Shdr};
@@ -65,17 +65,12 @@ fn empty_strtab() -> StrTab {
 }
 
 impl<'p, 'a> Builder<'p, 'a> {
-    pub(super) fn new(
-        planner: &'p Planner<'a>,
-        entries: Vec<Entry>,
-        vn: VerneedEdits,
-        interp: Option<Vec<u8>>,
-    ) -> Self {
+    pub(super) fn new(planner: &'p Planner<'a>, desired: Desired) -> Self {
         Builder {
             planner,
-            entries,
-            vn,
-            interp,
+            entries: desired.entries,
+            vn: desired.verneed,
+            interp: desired.interp,
             writes: Vec::new(),
         }
     }
@@ -145,11 +140,11 @@ impl<'p, 'a> Builder<'p, 'a> {
             .entries
             .iter()
             .map(|x| match &x.val {
-                Val::New(s) => {
+                Value::New(s) => {
                     let replaces = x
-                        .orig
-                        .filter(|&i| is_string_tag(self.planner.orig_tag(i)))
-                        .map(|i| self.planner.orig_val(i));
+                        .original
+                        .filter(|&i| is_string_tag(self.planner.original_tag(i)))
+                        .map(|i| self.planner.original_value(i));
                     Some(request_of(s, replaces))
                 }
                 _ => None,
@@ -157,9 +152,14 @@ impl<'p, 'a> Builder<'p, 'a> {
             .collect();
         let vn_req: Vec<(usize, usize)> = self
             .vn
-            .retarget
+            .renames
             .iter()
-            .map(|(i, s)| (*i, request_of(s, Some(u64::from(verneed[*i].file)))))
+            .map(|r| {
+                (
+                    r.record,
+                    request_of(&r.name, Some(u64::from(verneed[r.record].file))),
+                )
+            })
             .collect();
 
         let empty = empty_strtab();
@@ -179,7 +179,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             .entries
             .iter()
             .filter_map(|x| match x.val {
-                Val::Old(o) => Some(o),
+                Value::Old(o) => Some(o),
                 _ => None,
             })
             .collect();
@@ -189,10 +189,10 @@ impl<'p, 'a> Builder<'p, 'a> {
                 .flat_map(|s| s.names.iter().map(|&n| u64::from(n))),
         );
         for (i, n) in verneed.iter().enumerate() {
-            if self.vn.remove.contains(&i) {
+            if self.vn.removals.contains(&i) {
                 continue;
             }
-            if !self.vn.retarget.iter().any(|(j, _)| *j == i) {
+            if !self.vn.renames.iter().any(|r| r.record == i) {
                 after.push(u64::from(n.file));
             }
             after.extend(n.aux.iter().map(|a| u64::from(a.name)));
@@ -221,10 +221,10 @@ impl<'p, 'a> Builder<'p, 'a> {
     /// The version records after renames and removals.
     fn versions(&self, mut entries: Vec<VerneedEntry>, s: &Strings) -> Versions {
         let f = self.planner.format;
-        let changed = !self.vn.retarget.is_empty() || !self.vn.remove.is_empty();
+        let changed = !self.vn.is_empty();
         let gone: Vec<u16> = self
             .vn
-            .remove
+            .removals
             .iter()
             .flat_map(|&i| entries[i].aux.iter().map(|a| a.other & 0x7fff))
             .collect();
@@ -245,7 +245,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         let kept: Vec<VerneedEntry> = entries
             .iter()
             .enumerate()
-            .filter(|(i, _)| !self.vn.remove.contains(i))
+            .filter(|(i, _)| !self.vn.removals.contains(i))
             .map(|(_, n)| n.clone())
             .collect();
         let verneed = changed.then(|| serialize_verneed(f, &kept));
@@ -259,7 +259,7 @@ impl<'p, 'a> Builder<'p, 'a> {
 
     /// DT_VERNEEDNUM follows the number of records (and both tags go with the last one).
     fn update_version_entries(&mut self, v: &Versions) {
-        if self.vn.remove.is_empty() {
+        if self.vn.removals.is_empty() {
             return;
         }
         if v.kept == 0 {
@@ -272,7 +272,7 @@ impl<'p, 'a> Builder<'p, 'a> {
                 .iter_mut()
                 .filter(|x| x.tag == u64::from(elf::DT_VERNEEDNUM))
             {
-                x.val = Val::Raw(v.kept as u64);
+                x.val = Value::Raw(v.kept as u64);
             }
         }
     }
@@ -293,8 +293,8 @@ impl<'p, 'a> Builder<'p, 'a> {
             .enumerate()
             .map(|(i, x)| {
                 let val = match &x.val {
-                    Val::Raw(v) | Val::Old(v) => *v,
-                    Val::New(_) => s.alloc.placements
+                    Value::Raw(v) | Value::Old(v) => *v,
+                    Value::New(_) => s.alloc.placements
                         [s.entry_req[i].expect("new value has a request")]
                     .offset(),
                 };
@@ -314,7 +314,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         }
         if let Some(d) = d {
             for (i, x) in self.entries.iter().enumerate() {
-                if let (true, Some(o)) = (x.tag == u64::from(DT_MIPS_RLD_MAP_REL), x.orig) {
+                if let (true, Some(o)) = (x.tag == u64::from(DT_MIPS_RLD_MAP_REL), x.original) {
                     let old_slot = d.vaddr + (o * f.dyn_size()) as u64;
                     let new_slot = at.dynamic + (i * f.dyn_size()) as u64;
                     out[i].val =
@@ -356,7 +356,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             self.push_bytes(st.offset + o, w, phase, "string");
         }
         if let Some((r, _)) = t.verneed.as_ref() {
-            if !self.vn.remove.is_empty() {
+            if !self.vn.removals.is_empty() {
                 let b = pad(v.verneed.clone().unwrap_or_default(), r.size);
                 self.push_bytes(r.offset, b, Phase::Commit, "version needs");
             } else {

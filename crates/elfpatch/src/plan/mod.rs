@@ -19,6 +19,7 @@
 //!   itself move.
 
 mod build;
+mod edits;
 mod layout;
 mod preflight;
 pub mod strings;
@@ -27,9 +28,9 @@ mod tags;
 use object::elf;
 
 use crate::error::{Error, Result};
-use crate::format::{Dyn, Format};
-use crate::read::{is_string_tag, Elf};
-use crate::refs::{Tables, VerneedEntry};
+use crate::format::Format;
+use crate::read::Elf;
+use crate::refs::Tables;
 use build::Builder;
 
 /// `DT_MIPS_RLD_MAP_REL`: holds an address relative to its own slot in `.dynamic`.
@@ -265,37 +266,6 @@ pub fn symbol_fixup_writes(f: Format, table: &[u8], moves: &[SectionMove]) -> Ve
     out
 }
 
-/// A string-valued or raw dynamic value while edits are applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Val {
-    Raw(u64),
-    Old(u64),
-    New(Vec<u8>),
-}
-
-#[derive(Clone, Debug)]
-struct Entry {
-    tag: u64,
-    val: Val,
-    orig: Option<usize>,
-}
-
-/// Changes to the version need records.
-#[derive(Clone, Debug, Default)]
-struct VerneedEdits {
-    /// Entry index → new file name.
-    retarget: Vec<(usize, Vec<u8>)>,
-    /// Entry indices to drop.
-    remove: Vec<usize>,
-}
-
-fn check_name(s: &[u8], what: &str) -> Result<()> {
-    if s.contains(&0) {
-        return Err(Error::invalid(format!("{what} contains a NUL byte")));
-    }
-    Ok(())
-}
-
 /// `x` rounded up to a multiple of `a`, or `None` on overflow.
 fn checked_align_up(x: u64, a: u64) -> Option<u64> {
     if a <= 1 {
@@ -331,316 +301,41 @@ impl<'a> Planner<'a> {
     }
 
     fn run(&self, edits: &[Edit]) -> Result<Plan> {
-        let e = self.elf;
+        let elf = self.elf;
         let unchanged = Plan {
             writes: Vec::new(),
-            old_len: e.file_len,
-            new_len: e.file_len,
+            old_len: elf.file_len,
+            new_len: elf.file_len,
             symbol_fixups: Vec::new(),
             layout: Layout::Unchanged,
         };
         if edits.is_empty() {
             return Ok(unchanged);
         }
-        if e.e_type() != elf::ET_EXEC && e.e_type() != elf::ET_DYN {
+        let e_type = elf.e_type();
+        if e_type != object::elf::ET_EXEC && e_type != object::elf::ET_DYN {
             return Err(Error::unsupported(format!(
-                "e_type {} is not an executable or shared object",
-                e.e_type()
+                "e_type {e_type} is not an executable or shared object"
             )));
         }
 
         // 1. What the dynamic array, version records and interpreter should say.
-        let (entries, vn, interp) = self.apply_edits(edits)?;
-        let dyn_changed = self.dynamic_changed(&entries);
-        let interp_changed = interp
+        let mut desired = self.desired(edits)?;
+        let dynamic_changed = self.dynamic_changed(&desired.entries);
+        let interp_changed = desired
+            .interp
             .as_ref()
-            .is_some_and(|p| Some(p.as_slice()) != e.interpreter());
-        if !dyn_changed && vn.retarget.is_empty() && vn.remove.is_empty() && !interp_changed {
+            .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
+        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed {
             return Ok(unchanged);
         }
-        if dyn_changed || !vn.retarget.is_empty() || !vn.remove.is_empty() {
+        if dynamic_changed || !desired.verneed.is_empty() {
             self.check_dynamic_editable()?;
         }
-        Builder::new(
-            self,
-            entries,
-            vn,
-            if interp_changed { interp } else { None },
-        )
-        .build()
-    }
-
-    fn string(&self, off: u64) -> &'a [u8] {
-        self.elf
-            .strtab
-            .as_ref()
-            .and_then(|s| s.get(off))
-            .unwrap_or(b"")
-    }
-
-    fn apply_edits(&self, edits: &[Edit]) -> Result<(Vec<Entry>, VerneedEdits, Option<Vec<u8>>)> {
-        let e = self.elf;
-        let mut entries: Vec<Entry> = match &e.dynamic {
-            Some(d) => d
-                .entries()
-                .iter()
-                .enumerate()
-                .map(|(i, x)| Entry {
-                    tag: x.tag,
-                    val: if is_string_tag(x.tag) {
-                        Val::Old(x.val)
-                    } else {
-                        Val::Raw(x.val)
-                    },
-                    orig: Some(i),
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        let mut vn = VerneedEdits::default();
-        let mut interp: Option<Vec<u8>> = None;
-        let verneed: &[VerneedEntry] = self
-            .tables
-            .verneed
-            .as_ref()
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[]);
-
-        let value_of = |v: &Val| -> Vec<u8> {
-            match v {
-                Val::Old(o) => self.string(*o).to_vec(),
-                Val::New(s) => s.clone(),
-                Val::Raw(_) => Vec::new(),
-            }
-        };
-        let set = |entries: &mut Vec<Entry>, tag: u32, s: &[u8]| {
-            let tag = u64::from(tag);
-            let mut found = false;
-            for x in entries.iter_mut().filter(|x| x.tag == tag) {
-                found = true;
-                if value_of(&x.val) != s {
-                    x.val = Val::New(s.to_vec());
-                }
-            }
-            if !found {
-                entries.insert(
-                    0,
-                    Entry {
-                        tag,
-                        val: Val::New(s.to_vec()),
-                        orig: None,
-                    },
-                );
-            }
-        };
-
-        for edit in edits {
-            if !matches!(edit, Edit::SetInterpreter(_)) && e.dynamic.is_none() {
-                return Err(Error::unsupported(
-                    "the file has no dynamic section (PT_DYNAMIC)",
-                ));
-            }
-            match edit {
-                Edit::SetRunpath(s) => {
-                    check_name(s, "RUNPATH")?;
-                    set(&mut entries, elf::DT_RUNPATH, s);
-                }
-                Edit::SetRpath(s) => {
-                    check_name(s, "RPATH")?;
-                    set(&mut entries, elf::DT_RPATH, s);
-                }
-                Edit::RemoveRunpath => entries.retain(|x| x.tag != u64::from(elf::DT_RUNPATH)),
-                Edit::RemoveRpath => entries.retain(|x| x.tag != u64::from(elf::DT_RPATH)),
-                Edit::RpathToRunpath => {
-                    if entries.iter().any(|x| x.tag == u64::from(elf::DT_RUNPATH)) {
-                        entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
-                    } else {
-                        for x in entries
-                            .iter_mut()
-                            .filter(|x| x.tag == u64::from(elf::DT_RPATH))
-                        {
-                            x.tag = u64::from(elf::DT_RUNPATH);
-                        }
-                    }
-                }
-                Edit::RunpathToRpath => {
-                    if entries.iter().any(|x| x.tag == u64::from(elf::DT_RUNPATH)) {
-                        entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
-                        for x in entries
-                            .iter_mut()
-                            .filter(|x| x.tag == u64::from(elf::DT_RUNPATH))
-                        {
-                            x.tag = u64::from(elf::DT_RPATH);
-                        }
-                    }
-                }
-                Edit::AddNeeded(s) => {
-                    check_name(s, "NEEDED name")?;
-                    if s.is_empty() {
-                        return Err(Error::invalid("empty NEEDED name"));
-                    }
-                    let present = entries
-                        .iter()
-                        .any(|x| x.tag == u64::from(elf::DT_NEEDED) && value_of(&x.val) == *s);
-                    if !present {
-                        // After the NEEDED entries this plan added, before everything else.
-                        let at = entries
-                            .iter()
-                            .rposition(|x| x.orig.is_none() && x.tag == u64::from(elf::DT_NEEDED))
-                            .map_or(0, |i| i + 1);
-                        entries.insert(
-                            at,
-                            Entry {
-                                tag: u64::from(elf::DT_NEEDED),
-                                val: Val::New(s.clone()),
-                                orig: None,
-                            },
-                        );
-                    }
-                }
-                Edit::RemoveNeeded(s) => {
-                    entries.retain(|x| {
-                        !(x.tag == u64::from(elf::DT_NEEDED) && value_of(&x.val) == *s)
-                    });
-                    for (i, n) in verneed.iter().enumerate() {
-                        let current = vn
-                            .retarget
-                            .iter()
-                            .rev()
-                            .find(|(j, _)| *j == i)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_else(|| self.string(u64::from(n.file)).to_vec());
-                        if current == *s && !vn.remove.contains(&i) {
-                            vn.remove.push(i);
-                        }
-                    }
-                }
-                Edit::ReplaceNeeded { old, new } => {
-                    check_name(new, "NEEDED name")?;
-                    if new.is_empty() {
-                        return Err(Error::invalid("empty NEEDED name"));
-                    }
-                    for x in entries
-                        .iter_mut()
-                        .filter(|x| x.tag == u64::from(elf::DT_NEEDED))
-                    {
-                        if value_of(&x.val) == *old && old != new {
-                            x.val = if x.orig.is_some_and(|i| self.orig_string(i) == *new) {
-                                Val::Old(self.orig_val(x.orig.unwrap_or(0)))
-                            } else {
-                                Val::New(new.clone())
-                            };
-                        }
-                    }
-                    for (i, n) in verneed.iter().enumerate() {
-                        if vn.remove.contains(&i) {
-                            continue;
-                        }
-                        let current = vn
-                            .retarget
-                            .iter()
-                            .rev()
-                            .find(|(j, _)| *j == i)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_else(|| self.string(u64::from(n.file)).to_vec());
-                        if current == *old && old != new {
-                            vn.retarget.retain(|(j, _)| *j != i);
-                            if self.string(u64::from(n.file)) != new.as_slice() {
-                                vn.retarget.push((i, new.clone()));
-                            }
-                        }
-                    }
-                }
-                Edit::SetSoname(s) => {
-                    check_name(s, "SONAME")?;
-                    set(&mut entries, elf::DT_SONAME, s);
-                }
-                Edit::SetInterpreter(s) => {
-                    check_name(s, "interpreter")?;
-                    if e.interp.is_none() {
-                        return Err(Error::unsupported("the file has no PT_INTERP to set"));
-                    }
-                    if s.is_empty() {
-                        return Err(Error::invalid("empty interpreter path"));
-                    }
-                    interp = Some(s.clone());
-                }
-            }
+        if !interp_changed {
+            desired.interp = None;
         }
-        // A value set back to what it was is not a change.
-        for x in entries.iter_mut() {
-            if let (Val::New(s), Some(i)) = (&x.val, x.orig) {
-                if self.orig_string(i) == *s && is_string_tag(self.orig_tag(i)) {
-                    x.val = Val::Old(self.orig_val(i));
-                }
-            }
-        }
-        // A run path or SONAME removed and set again to the same value in one plan is the original
-        // entry, where it was (their position means nothing; NEEDED order does, so not those).
-        let d_len = e.dynamic.as_ref().map_or(0, |d| d.len);
-        for i in 0..d_len {
-            let tag = self.orig_tag(i);
-            let movable = [elf::DT_RUNPATH, elf::DT_RPATH, elf::DT_SONAME]
-                .iter()
-                .any(|&t| u64::from(t) == tag);
-            if !movable || entries.iter().any(|x| x.orig == Some(i)) {
-                continue;
-            }
-            let same = |x: &Entry| {
-                x.orig.is_none()
-                    && x.tag == tag
-                    && matches!(&x.val, Val::New(v) if *v == self.orig_string(i))
-            };
-            if let Some(j) = entries.iter().position(same) {
-                entries.remove(j);
-                let at = entries
-                    .iter()
-                    .position(|x| x.orig.is_some_and(|o| o > i))
-                    .unwrap_or(entries.len());
-                entries.insert(
-                    at,
-                    Entry {
-                        tag,
-                        val: Val::Old(self.orig_val(i)),
-                        orig: Some(i),
-                    },
-                );
-            }
-        }
-        vn.retarget.retain(|(i, _)| !vn.remove.contains(i));
-        Ok((entries, vn, interp))
-    }
-
-    fn orig(&self, i: usize) -> Dyn {
-        self.elf
-            .dynamic
-            .as_ref()
-            .map(|d| d.entries()[i])
-            .unwrap_or(Dyn { tag: 0, val: 0 })
-    }
-    fn orig_tag(&self, i: usize) -> u64 {
-        self.orig(i).tag
-    }
-    fn orig_val(&self, i: usize) -> u64 {
-        self.orig(i).val
-    }
-    fn orig_string(&self, i: usize) -> Vec<u8> {
-        if is_string_tag(self.orig_tag(i)) {
-            self.string(self.orig_val(i)).to_vec()
-        } else {
-            Vec::new()
-        }
-    }
-
-    fn dynamic_changed(&self, entries: &[Entry]) -> bool {
-        let Some(d) = &self.elf.dynamic else {
-            return false;
-        };
-        entries.len() != d.len
-            || entries.iter().enumerate().any(|(i, x)| {
-                x.orig != Some(i)
-                    || x.tag != d.entries()[i].tag
-                    || !matches!(x.val, Val::Raw(v) | Val::Old(v) if v == d.entries()[i].val)
-            })
+        // 2. Where the new contents go, and the writes that put them there.
+        Builder::new(self, desired).build()
     }
 }
