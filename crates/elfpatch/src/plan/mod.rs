@@ -18,9 +18,11 @@
 //!   `.dynstr`, version tables) into the new segment; only when none of that works does the table
 //!   itself move.
 
-mod build;
+mod appended;
+mod builder;
+mod contents;
 mod edits;
-mod layout;
+mod in_place;
 mod preflight;
 pub mod strings;
 mod tags;
@@ -30,8 +32,9 @@ use object::elf;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::read::Elf;
+use crate::refs::Region;
 use crate::refs::Tables;
-use build::Builder;
+use builder::Builder;
 
 /// `DT_MIPS_RLD_MAP_REL`: holds an address relative to its own slot in `.dynamic`.
 pub const DT_MIPS_RLD_MAP_REL: u32 = 0x7000_0035;
@@ -337,5 +340,25 @@ impl<'a> Planner<'a> {
         }
         // 2. Where the new contents go, and the writes that put them there.
         Builder::new(self, desired).build()
+    }
+
+    /// The tables `.dynamic` points to, with their extents.
+    fn dynamic_regions(&self) -> Vec<Region> {
+        let mut out = Vec::new();
+        if let Some(strtab) = &self.elf.strtab {
+            out.push(Region {
+                offset: strtab.offset,
+                vaddr: strtab.vaddr,
+                size: strtab.bytes.len() as u64,
+            });
+        }
+        let tables = self.tables;
+        out.extend(tables.dynsym.as_ref().map(|s| s.region));
+        out.extend(tables.hash);
+        out.extend(tables.gnu_hash);
+        out.extend(tables.versym.as_ref().map(|(r, _)| *r));
+        out.extend(tables.verneed.as_ref().map(|(r, _)| *r));
+        out.extend(tables.verdef.as_ref().map(|(r, _)| *r));
+        out
     }
 }
