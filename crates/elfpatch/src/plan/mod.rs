@@ -244,27 +244,34 @@ impl Plan {
 }
 
 /// The symbol value writes for one symbol table: (offset within the table, new `st_value` bytes).
-pub fn symbol_fixup_writes(f: Format, table: &[u8], moves: &[SectionMove]) -> Vec<(u64, Vec<u8>)> {
-    let size = f.sym_size();
+pub fn symbol_fixup_writes(
+    format: Format,
+    table: &[u8],
+    moves: &[SectionMove],
+) -> Vec<(u64, Vec<u8>)> {
+    let size = format.sym_size();
     let mut out = Vec::new();
-    for (i, chunk) in table.chunks_exact(size).enumerate() {
-        let s = f.decode_sym(chunk);
-        let m = if s.st_shndx == elf::SHN_ABS {
+    for (i, entry) in table.chunks_exact(size).enumerate() {
+        let sym = format.decode_sym(entry);
+        let moved = if sym.st_shndx == elf::SHN_ABS {
             moves
                 .iter()
-                .find(|m| m.absolute_start && m.old_addr == s.st_value)
+                .find(|m| m.absolute_start && m.old_addr == sym.st_value)
         } else {
-            moves.iter().find(|m| m.shndx == s.st_shndx)
+            moves.iter().find(|m| m.shndx == sym.st_shndx)
         };
-        let Some(m) = m else {
+        let Some(moved) = moved else {
             continue;
         };
         // Only values that pointed into (or just past) the old section move.
-        if s.st_value < m.old_addr || s.st_value > m.old_addr + m.old_size {
+        if sym.st_value < moved.old_addr || sym.st_value > moved.old_addr + moved.old_size {
             continue;
         }
-        let v = s.st_value.wrapping_add(m.delta) & f.max_addr();
-        out.push(((i * size + f.sym_value_offset()) as u64, f.put_word(v)));
+        let value = sym.st_value.wrapping_add(moved.delta) & format.max_addr();
+        out.push((
+            (i * size + format.sym_value_offset()) as u64,
+            format.put_word(value),
+        ));
     }
     out
 }

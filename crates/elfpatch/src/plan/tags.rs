@@ -49,9 +49,9 @@ pub(super) fn is_fixed_address_tag(tag: u64) -> bool {
 
 /// Dynamic tags whose value is an address (`d_ptr`), per the gABI and GNU extensions.
 pub(super) fn is_address_tag(tag: u64) -> bool {
-    let t = tag as u32;
+    let tag = tag as u32;
     matches!(
-        t,
+        tag,
         elf::DT_PLTGOT
             | elf::DT_HASH
             | elf::DT_STRTAB
@@ -69,7 +69,7 @@ pub(super) fn is_address_tag(tag: u64) -> bool {
             | elf::DT_VERDEF
             | elf::DT_VERNEED
             | DT_RELR
-    ) || (elf::DT_ADDRRNGLO..=elf::DT_ADDRRNGHI).contains(&t)
+    ) || (elf::DT_ADDRRNGLO..=elf::DT_ADDRRNGHI).contains(&tag)
 }
 
 /// Section types of the tables a loader only reads, which may therefore move into (or stay in) a
