@@ -195,52 +195,6 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.symbol_fixups.is_empty() && self.new_len == self.old_len
     }
-
-    /// Applies the plan to a file held in memory (the same steps the file applier takes).
-    pub fn apply_to_vec(&self, bytes: &mut Vec<u8>, format: Format) -> Result<()> {
-        if bytes.len() as u64 != self.old_len {
-            return Err(Error::Changed {
-                path: Default::default(),
-                what: format!(
-                    "length is {} bytes, the plan was made for {}",
-                    bytes.len(),
-                    self.old_len
-                ),
-            });
-        }
-        let original = bytes.clone();
-        if self.new_len > self.old_len {
-            bytes.resize(self.new_len as usize, 0);
-        }
-        for w in &self.writes {
-            let (o, l) = (w.offset as usize, w.len as usize);
-            match &w.data {
-                Data::Bytes(b) => bytes[o..o + l].copy_from_slice(b),
-                Data::Copy(from) => {
-                    bytes[o..o + l].copy_from_slice(&original[*from as usize..*from as usize + l])
-                }
-                Data::Zero => bytes[o..o + l].fill(0),
-            }
-        }
-        for fx in &self.symbol_fixups {
-            let size = format.sym_size() as u64;
-            let range = fx
-                .count
-                .checked_mul(size)
-                .and_then(|n| fx.offset.checked_add(n))
-                .filter(|&end| end <= bytes.len() as u64)
-                .map(|end| fx.offset as usize..end as usize)
-                .ok_or_else(|| {
-                    Error::malformed(fx.offset, "symbol table to fix up lies outside the file")
-                })?;
-            let table = bytes[range].to_vec();
-            for (off, val) in symbol_fixup_writes(format, &table, &fx.moves) {
-                let at = (fx.offset + off) as usize;
-                bytes[at..at + val.len()].copy_from_slice(&val);
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The symbol value writes for one symbol table: (offset within the table, new `st_value` bytes).
