@@ -217,3 +217,92 @@ impl<'p, 'a> Builder<'p, 'a> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use elfsynth::Spec;
+
+    use crate::plan::{plan, Edit, Layout, Options};
+    use crate::{Elf, Tables};
+
+    fn layout_of(spec: &Spec, edits: &[Edit]) -> Layout {
+        let bytes = elfsynth::build(spec);
+        let elf = Elf::parse(&bytes).unwrap();
+        let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
+        plan(&elf, &tables, edits, &Options::default())
+            .unwrap()
+            .layout
+    }
+
+    fn moved_names(layout: &Layout) -> Vec<String> {
+        match layout {
+            Layout::Appended { moved, .. } => moved.clone(),
+            other => panic!("not appended: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn what_fits_where_it_is_is_written_in_place() {
+        let spec = Spec {
+            runpath: Some("/nix/store/aaaa-cuda-stubs/lib/stubs".into()),
+            ..Spec::default()
+        };
+        let shorter = Edit::SetRunpath(b"/run/opengl-driver/lib".to_vec());
+        assert_eq!(layout_of(&spec, &[shorter]), Layout::InPlace);
+        let shorter = Edit::SetInterpreter(b"/lib/ld.so".to_vec());
+        assert_eq!(layout_of(&spec, &[shorter]), Layout::InPlace);
+        let nothing = Edit::SetRunpath(spec.runpath.clone().unwrap().into_bytes());
+        assert_eq!(layout_of(&spec, &[nothing]), Layout::Unchanged);
+    }
+
+    #[test]
+    fn an_added_entry_stays_in_place_only_when_a_spare_slot_and_its_string_are_there() {
+        // "printf" is a symbol name already in .dynstr: only the entry is new.
+        let soname = Edit::SetSoname(b"printf".to_vec());
+        let spare = Spec {
+            spare_dynamic_slots: 1,
+            ..Spec::default()
+        };
+        assert_eq!(
+            layout_of(&spare, std::slice::from_ref(&soname)),
+            Layout::InPlace
+        );
+        let moved = moved_names(&layout_of(&Spec::default(), &[soname]));
+        assert!(moved.contains(&".dynamic".to_string()), "{moved:?}");
+        assert!(!moved.contains(&".dynstr".to_string()), "{moved:?}");
+    }
+
+    #[test]
+    fn what_grows_is_copied_into_the_appended_segment() {
+        let longer = Edit::SetRunpath(b"/a/much/longer/run/path/than/the/one/there".to_vec());
+        let layout = layout_of(&Spec::default(), std::slice::from_ref(&longer));
+        let Layout::Appended {
+            extended,
+            moved_phdrs,
+            moved,
+        } = &layout
+        else {
+            panic!("{layout:?}");
+        };
+        // Section headers end the file: a new PT_LOAD, its header in room made by moving the
+        // tables after the program headers.
+        assert!(!extended && !moved_phdrs);
+        for name in [".interp", ".dynstr", ".dynamic"] {
+            assert!(moved.contains(&name.to_string()), "{name} in {moved:?}");
+        }
+        let tail = Spec {
+            with_section_headers: false,
+            bss_size: 0,
+            ..Spec::default()
+        };
+        let layout = layout_of(&tail, &[longer]);
+        assert!(
+            matches!(layout, Layout::Appended { extended: true, .. }),
+            "{layout:?}"
+        );
+        let longer = Edit::SetInterpreter(b"/a/much/longer/interpreter/path/ld.so".to_vec());
+        let moved = moved_names(&layout_of(&Spec::default(), &[longer]));
+        assert!(moved.contains(&".interp".to_string()), "{moved:?}");
+        assert!(!moved.contains(&".dynamic".to_string()), "{moved:?}");
+    }
+}

@@ -26,6 +26,8 @@ mod in_place;
 mod preflight;
 pub mod strings;
 mod tags;
+#[cfg(test)]
+mod testing;
 
 use object::elf;
 

@@ -300,3 +300,129 @@ impl Planner<'_> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use elfsynth::{AfterPhdrs, Class, Spec};
+
+    use super::{Block, Room};
+    use crate::plan::testing::{phdr_table_end, with_edited_planner, with_planner};
+    use crate::plan::Options;
+
+    fn room(spec: &Spec) -> Room {
+        with_planner(spec, &Options::default(), |planner, _| {
+            planner.find_room().unwrap()
+        })
+    }
+
+    #[test]
+    fn a_pt_null_entry_is_reused() {
+        let spec = Spec {
+            pt_null_slots: 2,
+            ..Spec::default()
+        };
+        with_planner(&spec, &Options::default(), |planner, layout| {
+            let first_null = layout.segments.iter().position(|s| s.p_type == 0);
+            assert_eq!(
+                planner.find_room().unwrap(),
+                Room::NullSlot(first_null.unwrap())
+            );
+        });
+    }
+
+    #[test]
+    fn zeros_after_the_table_are_room_enough() {
+        for (class, entry) in [(Class::Elf64, 56), (Class::Elf32, 32)] {
+            let spec = Spec {
+                class,
+                phdr_slack: entry,
+                ..Spec::default()
+            };
+            assert_eq!(room(&spec), Room::Slack, "{class:?}");
+            // One byte short of an entry: the tables after it move instead.
+            let spec = Spec {
+                phdr_slack: entry - 1,
+                ..spec
+            };
+            assert!(matches!(room(&spec), Room::Block(_)), "{class:?}");
+        }
+    }
+
+    #[test]
+    fn the_read_only_tables_after_the_table_move_out_of_its_way() {
+        for with_section_headers in [true, false] {
+            let spec = Spec {
+                with_section_headers,
+                ..Spec::default()
+            };
+            with_planner(&spec, &Options::default(), |planner, layout| {
+                let Room::Block(Block { start, end, align }) = planner.find_room().unwrap() else {
+                    panic!("no block moved (section headers: {with_section_headers})");
+                };
+                // From the end of the table, over whole tables, at least one entry's worth.
+                assert_eq!(start, phdr_table_end(layout, &spec));
+                assert!(end - start >= 56);
+                let interp = layout.section(".interp").unwrap();
+                let note = layout.section(".note.gnu.build-id").unwrap();
+                assert_eq!(interp.offset, start);
+                assert!(end >= interp.offset + interp.size);
+                assert!(
+                    end == note.offset + note.size || end <= note.offset,
+                    "the block ends inside the note"
+                );
+                assert!(align.is_power_of_two() && align <= 4096);
+            });
+        }
+    }
+
+    #[test]
+    fn the_block_takes_every_table_a_section_would_split() {
+        // .dynsym directly after the table: it moves whole, whatever its size.
+        let spec = Spec {
+            first_after_phdrs: AfterPhdrs::Dynsym,
+            ..Spec::default()
+        };
+        with_planner(&spec, &Options::default(), |planner, layout| {
+            let Room::Block(block) = planner.find_room().unwrap() else {
+                panic!("no block moved");
+            };
+            let dynsym = layout.section(".dynsym").unwrap();
+            assert_eq!(block.start, dynsym.offset);
+            assert!(block.end >= dynsym.offset + dynsym.size);
+            for s in &layout.sections {
+                let starts_inside = s.offset >= block.start && s.offset < block.end;
+                assert!(
+                    !starts_inside || s.offset + s.size <= block.end,
+                    "{} is cut by the block",
+                    s.name
+                );
+            }
+        });
+    }
+
+    #[test]
+    fn code_after_the_table_makes_the_table_move() {
+        for with_section_headers in [true, false] {
+            let spec = Spec {
+                first_after_phdrs: AfterPhdrs::Text,
+                with_section_headers,
+                ..Spec::default()
+            };
+            assert_eq!(room(&spec), Room::MoveTable, "{with_section_headers}");
+        }
+    }
+
+    #[test]
+    fn the_entry_point_in_the_block_makes_the_table_move() {
+        let spec = Spec::default();
+        let interp = elfsynth::layout(&spec)
+            .unwrap()
+            .section(".interp")
+            .unwrap()
+            .addr;
+        let set_entry = |elf: &mut crate::Elf| elf.header.e_entry = interp;
+        with_edited_planner(&spec, &Options::default(), set_entry, |planner, _| {
+            assert_eq!(planner.find_room().unwrap(), Room::MoveTable);
+        });
+    }
+}

@@ -232,3 +232,148 @@ impl Planner<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use elfsynth::{AfterPhdrs, FileType, Spec};
+
+    use super::{Mode, SegmentBase};
+    use crate::plan::appended::room::Room;
+    use crate::plan::testing::{with_edited_planner, with_planner};
+    use crate::plan::Options;
+
+    /// The last `PT_LOAD` of a file without section headers or `.bss` ends the file.
+    fn extendable() -> Spec {
+        Spec {
+            with_section_headers: false,
+            bss_size: 0,
+            ..Spec::default()
+        }
+    }
+
+    #[test]
+    fn the_last_segment_grows_when_it_ends_the_file() {
+        let spec = extendable();
+        with_planner(&spec, &Options::default(), |planner, layout| {
+            let site = planner.choose_site().unwrap();
+            let last = layout.segments.iter().rposition(|s| s.p_type == 1).unwrap();
+            let load = layout.segments[last];
+            assert!(matches!(site.mode, Mode::Extend(i) if i == last));
+            assert_eq!(load.offset + load.filesz, layout.file_size);
+            assert_eq!(
+                site.base,
+                SegmentBase {
+                    offset: layout.file_size,
+                    vaddr: load.vaddr + load.filesz,
+                    align: load.align,
+                }
+            );
+        });
+    }
+
+    #[test]
+    fn a_segment_that_does_not_end_the_file_or_maps_more_than_it_reads_gets_a_new_one_above() {
+        let cases = [
+            ("section headers after it", Spec::default()),
+            (
+                ".bss",
+                Spec {
+                    bss_size: 0x10,
+                    ..extendable()
+                },
+            ),
+        ];
+        for (what, spec) in cases {
+            with_planner(&spec, &Options::default(), |planner, layout| {
+                let site = planner.choose_site().unwrap();
+                assert!(matches!(site.mode, Mode::New(_)), "{what}");
+                let top = layout.segments.iter().filter(|s| s.p_type == 1);
+                let top = top.map(|s| s.vaddr + s.memsz).max().unwrap();
+                let base = site.base;
+                // Past the end of the file, a page clear of the image, congruent modulo the
+                // page, declaring the largest p_align of the file.
+                assert!(base.offset >= layout.file_size, "{what}");
+                assert!(base.vaddr >= top + 0x1000, "{what}");
+                assert_eq!(base.vaddr % 0x1000, base.offset % 0x1000, "{what}");
+                assert_eq!(base.align, spec.page_size, "{what}");
+            });
+        }
+    }
+
+    #[test]
+    fn a_larger_page_size_places_the_segment_for_it_but_declares_the_files_alignment() {
+        let opts = Options {
+            page_size: Some(0x10000),
+            ..Options::default()
+        };
+        with_planner(&Spec::default(), &opts, |planner, _| {
+            let base = planner.choose_site().unwrap().base;
+            assert_eq!(base.vaddr % 0x10000, base.offset % 0x10000);
+            assert_eq!(base.align, 0x1000);
+        });
+    }
+
+    #[test]
+    fn a_moved_table_keeps_the_first_segments_bias_for_old_kernels() {
+        // A non-PIE program whose table cannot grow in place: the kernel finds the moved table
+        // at (first PT_LOAD's vaddr - offset) + e_phoff.
+        let spec = Spec {
+            e_type: FileType::Exec,
+            base: 0x40_0000,
+            first_after_phdrs: AfterPhdrs::Text,
+            ..Spec::default()
+        };
+        with_planner(&spec, &Options::default(), |planner, layout| {
+            let site = planner.choose_site().unwrap();
+            assert!(matches!(site.mode, Mode::New(Room::MoveTable)));
+            assert_eq!(site.base.vaddr - site.base.offset, 0x40_0000);
+            assert!(site.base.offset >= layout.file_size);
+        });
+    }
+
+    #[test]
+    fn a_load_alignment_that_is_no_power_of_two_is_refused_for_a_new_segment() {
+        let misalign = |elf: &mut crate::Elf| {
+            let load = elf.phdrs.iter_mut().find(|p| p.p_type == 1).unwrap();
+            load.p_align = 0x3000;
+        };
+        with_edited_planner(
+            &Spec::default(),
+            &Options::default(),
+            misalign,
+            |planner, _| {
+                let err = planner.choose_site().unwrap_err();
+                assert!(err.to_string().contains("not a usable alignment"), "{err}");
+            },
+        );
+    }
+
+    #[test]
+    fn items_are_placed_in_order_aligned_and_congruent() {
+        use super::{Item, ItemKind};
+        with_planner(&Spec::default(), &Options::default(), |planner, _| {
+            let base = SegmentBase {
+                offset: 0x3001,
+                vaddr: 0x5001,
+                align: 0x1000,
+            };
+            let mut block = Item::new(ItemKind::Block, 0x40, 16);
+            block.congruent_to = Some(0x2_0008);
+            let mut items = [
+                Item::new(ItemKind::StrTab, 5, 1),
+                block,
+                Item::new(ItemKind::Dynamic, 0x100, 8),
+            ];
+            let placed = planner.place(base, &mut items).unwrap();
+            assert_eq!((items[0].offset, items[0].vaddr), (0x3001, 0x5001));
+            // 16-aligned would be 0x3010; congruent with 0x2_0008 modulo 16 is 0x3018.
+            assert_eq!((items[1].offset, items[1].vaddr), (0x3018, 0x5018));
+            assert_eq!(items[2].offset, 0x3058);
+            assert_eq!(placed.end_offset, 0x3158);
+            assert_eq!(
+                (placed.offset, placed.vaddr, placed.align),
+                (0x3001, 0x5001, 0x1000)
+            );
+        });
+    }
+}
