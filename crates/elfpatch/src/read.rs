@@ -126,7 +126,7 @@ pub struct Elf {
 pub const PHDR_TAIL: u64 = 512;
 
 /// Dynamic tags whose value is an offset into the dynamic string table.
-pub const STRING_TAGS: [u32; 8] = [
+pub const STRING_TAGS: [u32; 9] = [
     elf::DT_NEEDED,
     elf::DT_SONAME,
     elf::DT_RPATH,
@@ -135,14 +135,12 @@ pub const STRING_TAGS: [u32; 8] = [
     elf::DT_FILTER,
     elf::DT_CONFIG,
     elf::DT_DEPAUDIT,
+    elf::DT_AUDIT,
 ];
-
-/// `DT_AUDIT`, also a string tag (not in `object`'s constants under that name everywhere).
-pub const DT_AUDIT: u32 = 0x6fff_fefc;
 
 /// Whether entries with this tag hold a string table offset.
 pub fn is_string_tag(tag: u64) -> bool {
-    STRING_TAGS.iter().any(|&t| u64::from(t) == tag) || tag == u64::from(DT_AUDIT)
+    STRING_TAGS.iter().any(|&t| u64::from(t) == tag)
 }
 
 impl Elf {
@@ -437,7 +435,7 @@ pub fn tag_name(tag: u64) -> String {
         elf::DT_FILTER => "DT_FILTER",
         elf::DT_CONFIG => "DT_CONFIG",
         elf::DT_DEPAUDIT => "DT_DEPAUDIT",
-        DT_AUDIT => "DT_AUDIT",
+        elf::DT_AUDIT => "DT_AUDIT",
         elf::DT_VERNEED => "DT_VERNEED",
         elf::DT_VERDEF => "DT_VERDEF",
         elf::DT_VERSYM => "DT_VERSYM",

@@ -38,9 +38,6 @@ use crate::refs::Region;
 use crate::refs::Tables;
 use builder::Builder;
 
-/// `DT_MIPS_RLD_MAP_REL`: holds an address relative to its own slot in `.dynamic`.
-pub const DT_MIPS_RLD_MAP_REL: u32 = 0x7000_0035;
-
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Edit {
