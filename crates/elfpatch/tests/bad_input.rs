@@ -202,7 +202,7 @@ fn string_offsets_outside_the_table_are_errors() {
     let idx = dynamic
         .entries()
         .iter()
-        .position(|e| e.tag == 0x1d)
+        .position(|e| e.tag == u64::from(object::elf::DT_RUNPATH))
         .expect("RUNPATH");
     let at = dynamic.offset as usize + idx * 16 + 8;
     let mut b = bytes.clone();
@@ -212,7 +212,11 @@ fn string_offsets_outside_the_table_are_errors() {
         ErrorKind::Malformed
     );
     // DT_STRSZ pointing past the segment.
-    let sz = dynamic.entries().iter().position(|e| e.tag == 10).unwrap();
+    let sz = dynamic
+        .entries()
+        .iter()
+        .position(|e| e.tag == u64::from(object::elf::DT_STRSZ))
+        .unwrap();
     let mut b = bytes.clone();
     wr(&mut b, dynamic.offset as usize + sz * 16 + 8, 8, 1 << 30);
     assert_eq!(edit_fails(d.path(), "strsz", &b), ErrorKind::Malformed);

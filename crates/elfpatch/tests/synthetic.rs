@@ -183,7 +183,10 @@ fn check_batch(before: &[u8], after: &[u8], expect: &Model) -> Result<(), TestCa
     }
     // 3. Bytes of every section we have no business changing are intact (moved ones copied whole).
     for s in &ob.sections {
-        if EDITABLE.contains(&s.name.as_str()) || s.sh_type == 8 || s.size == 0 {
+        if EDITABLE.contains(&s.name.as_str())
+            || s.sh_type == object::elf::SHT_NOBITS
+            || s.size == 0
+        {
             continue;
         }
         let Some(t) = oa

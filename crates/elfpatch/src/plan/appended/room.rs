@@ -304,6 +304,7 @@ impl Planner<'_> {
 #[cfg(test)]
 mod tests {
     use elfsynth::{AfterPhdrs, Class, Spec};
+    use object::elf;
 
     use super::{Block, Room};
     use crate::plan::testing::{phdr_table_end, with_edited_planner, with_planner};
@@ -322,7 +323,10 @@ mod tests {
             ..Spec::default()
         };
         with_planner(&spec, &Options::default(), |planner, layout| {
-            let first_null = layout.segments.iter().position(|s| s.p_type == 0);
+            let first_null = layout
+                .segments
+                .iter()
+                .position(|s| s.p_type == elf::PT_NULL);
             assert_eq!(
                 planner.find_room().unwrap(),
                 Room::NullSlot(first_null.unwrap())

@@ -236,6 +236,7 @@ impl Planner<'_> {
 #[cfg(test)]
 mod tests {
     use elfsynth::{AfterPhdrs, FileType, Spec};
+    use object::elf;
 
     use super::{Mode, SegmentBase};
     use crate::plan::appended::room::Room;
@@ -256,7 +257,11 @@ mod tests {
         let spec = extendable();
         with_planner(&spec, &Options::default(), |planner, layout| {
             let site = planner.choose_site().unwrap();
-            let last = layout.segments.iter().rposition(|s| s.p_type == 1).unwrap();
+            let last = layout
+                .segments
+                .iter()
+                .rposition(|s| s.p_type == elf::PT_LOAD)
+                .unwrap();
             let load = layout.segments[last];
             assert!(matches!(site.mode, Mode::Extend(i) if i == last));
             assert_eq!(load.offset + load.filesz, layout.file_size);
@@ -287,7 +292,7 @@ mod tests {
             with_planner(&spec, &Options::default(), |planner, layout| {
                 let site = planner.choose_site().unwrap();
                 assert!(matches!(site.mode, Mode::New(_)), "{what}");
-                let top = layout.segments.iter().filter(|s| s.p_type == 1);
+                let top = layout.segments.iter().filter(|s| s.p_type == elf::PT_LOAD);
                 let top = top.map(|s| s.vaddr + s.memsz).max().unwrap();
                 let base = site.base;
                 // Past the end of the file, a page clear of the image, congruent modulo the
@@ -334,7 +339,11 @@ mod tests {
     #[test]
     fn a_load_alignment_that_is_no_power_of_two_is_refused_for_a_new_segment() {
         let misalign = |elf: &mut crate::Elf| {
-            let load = elf.phdrs.iter_mut().find(|p| p.p_type == 1).unwrap();
+            let load = elf
+                .phdrs
+                .iter_mut()
+                .find(|p| p.p_type == elf::PT_LOAD)
+                .unwrap();
             load.p_align = 0x3000;
         };
         with_edited_planner(
