@@ -16,7 +16,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, Repr, Result};
 use crate::format::Format;
 use crate::plan::{symbol_fixup_writes, Data, Plan};
 
@@ -196,14 +196,14 @@ impl Plan {
     /// Applies the plan to a file held in memory (the same applier as on disk).
     pub fn apply_to_vec(&self, bytes: &mut Vec<u8>, format: Format) -> Result<()> {
         if bytes.len() as u64 != self.old_len {
-            return Err(Error::Changed {
+            return Err(Error::from(Repr::Changed {
                 path: Default::default(),
                 what: format!(
                     "length is {} bytes, the plan was made for {}",
                     bytes.len(),
                     self.old_len
                 ),
-            });
+            }));
         }
         if self.new_len > self.old_len {
             bytes.resize(self.new_len as usize, 0);
@@ -315,23 +315,23 @@ pub fn apply_plan(
     let path = Location(path.to_path_buf());
     if source.kind() == io::ErrorKind::Interrupted && opts.fault.is_some() {
         // A crash, as far as the test that asked for it knows: nothing is undone.
-        return Err(Error::WriteFailed {
+        return Err(Error::from(Repr::WriteFailed {
             path,
             offset,
             source,
-        });
+        }));
     }
     match sink.rollback() {
-        Ok(()) => Err(Error::WriteFailed {
+        Ok(()) => Err(Error::from(Repr::WriteFailed {
             path,
             offset,
             source,
-        }),
-        Err(e) => Err(Error::RollbackFailed {
+        })),
+        Err(e) => Err(Error::from(Repr::RollbackFailed {
             path,
             offset,
             source,
             restore: e.to_string(),
-        }),
+        })),
     }
 }

@@ -7,7 +7,7 @@
 
 use object::elf;
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, Repr, Result};
 use crate::format::{Class, Dyn, Endian, Format, Header, Phdr, Shdr};
 use crate::source::{check_range, read_range, FileSource, Prefetched, Source};
 
@@ -189,10 +189,12 @@ impl Elf {
     /// start and its end are read once, and most files need no further read.
     pub fn read_file(file: &std::fs::File, len: u64) -> Result<Elf> {
         let source = FileSource { file, len };
-        let prefetched = Prefetched::for_elf(&source).map_err(|source| Error::Io {
-            path: Location::default(),
-            op: "read",
-            source,
+        let prefetched = Prefetched::for_elf(&source).map_err(|source| {
+            Error::from(Repr::Io {
+                path: Location::default(),
+                op: "read",
+                source,
+            })
         })?;
         Elf::read(&prefetched)
     }
@@ -448,9 +450,11 @@ pub fn tag_name(tag: u64) -> String {
 
 /// Reads the identification bytes and the file header in one read.
 fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
-    let not_elf = |what: String| Error::NotElf {
-        path: Default::default(),
-        what,
+    let not_elf = |what: String| {
+        Error::from(Repr::NotElf {
+            path: Default::default(),
+            what,
+        })
     };
     let n = src.len().min(64);
     if n < 4 {
@@ -460,12 +464,14 @@ fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
     if head[..4] != elf::ELFMAG {
         return Err(not_elf(format!("starts with {:02x?}", &head[..4])));
     }
-    let truncated = |needed: usize| Error::Truncated {
-        path: Default::default(),
-        what: "ELF header".into(),
-        offset: 0,
-        needed: needed as u64,
-        file_len: src.len(),
+    let truncated = |needed: usize| {
+        Error::from(Repr::Truncated {
+            path: Default::default(),
+            what: "ELF header".into(),
+            offset: 0,
+            needed: needed as u64,
+            file_len: src.len(),
+        })
     };
     if head.len() < 16 {
         return Err(truncated(16));
