@@ -1,7 +1,7 @@
 //! Applying a [`Plan`]: the only module that writes.
 //!
-//! One applier, [`apply_writes`], takes the plan's writes in order (stage, commit, cleanup), then
-//! brings the symbol tables along, and writes into a [`Sink`]: a file ([`apply_plan`], through
+//! One applier takes the plan's writes in order (stage, commit, cleanup), then brings the symbol
+//! tables along, and writes into a sink: a file ([`apply_plan`], through
 //! [`crate::ElfFile::apply`]) or bytes in memory ([`Plan::apply_to_vec`]), the way
 //! [`crate::source::Source`] serves reading. Reads and writes are positioned and bounded: copying a
 //! moved block or scanning a symbol table goes through a fixed-size buffer, so memory does not grow
@@ -23,7 +23,9 @@ use crate::plan::{symbol_fixup_writes, Data, Plan};
 /// The largest read or write the applier makes at once.
 const CHUNK: u64 = 1 << 20;
 
-/// A deliberate failure, to test what an interrupted edit leaves behind.
+/// A deliberate failure, to test what an interrupted edit leaves behind (feature
+/// `fault-injection`, for tests only).
+#[cfg(feature = "fault-injection")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The write with this index (0-based, counting every `pwrite`) fails with an I/O error; the
@@ -33,13 +35,15 @@ pub enum Fault {
     StopAfter(usize),
 }
 
-/// How to apply.
+/// How to apply: `ApplyOptions::default()`, then set the fields that matter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ApplyOptions {
     /// `fdatasync` after the staged data and after the commit, so that the order survives a crash
     /// of the machine, not only of the process.
     pub sync: bool,
-    /// Testing hook: inject a failure.
+    /// Testing hook (feature `fault-injection`): inject a failure.
+    #[cfg(feature = "fault-injection")]
     pub fault: Option<Fault>,
 }
 
@@ -229,10 +233,12 @@ struct FileSink<'a> {
     writes: usize,
     bytes: u64,
     sync: bool,
+    #[cfg(feature = "fault-injection")]
     fault: Option<Fault>,
 }
 
 /// The marker error of [`Fault::StopAfter`].
+#[cfg(feature = "fault-injection")]
 fn stopped() -> io::Error {
     io::Error::new(io::ErrorKind::Interrupted, "stopped by fault injection")
 }
@@ -250,6 +256,7 @@ impl Sink for FileSink<'_> {
         if data.is_empty() {
             return Ok(());
         }
+        #[cfg(feature = "fault-injection")]
         match self.fault {
             Some(Fault::FailWrite(k)) if k == self.writes => {
                 return Err(io::Error::other("injected write failure"));
@@ -304,6 +311,7 @@ pub fn apply_plan(
         writes: 0,
         bytes: 0,
         sync: opts.sync,
+        #[cfg(feature = "fault-injection")]
         fault: opts.fault,
     };
     let Err(Failure { offset, source }) = apply_writes(&mut sink, plan, format) else {
@@ -313,6 +321,7 @@ pub fn apply_plan(
         });
     };
     let path = Location(path.to_path_buf());
+    #[cfg(feature = "fault-injection")]
     if source.kind() == io::ErrorKind::Interrupted && opts.fault.is_some() {
         // A crash, as far as the test that asked for it knows: nothing is undone.
         return Err(Error::from(Repr::WriteFailed {

@@ -71,6 +71,14 @@ struct Tally {
     runs: usize,
 }
 
+/// Apply options that inject `fault` (the crate's feature `fault-injection`, on in its tests).
+fn faulty(sync: bool, fault: Fault) -> ApplyOptions {
+    let mut opts = ApplyOptions::default();
+    opts.sync = sync;
+    opts.fault = Some(fault);
+    opts
+}
+
 fn open_plan(path: &Path, edits: &[Edit]) -> (ElfFile, Plan) {
     let f = ElfFile::open_rw(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
     let plan = f
@@ -140,13 +148,7 @@ fn run_scenario(s: &Scenario, tally: &mut Tally) {
         fs::write(path, &s.original).unwrap();
         let (f, plan_k) = open_plan(path, &s.edits);
         assert_eq!(plan_k, plan, "{}: planning is not deterministic", s.name);
-        let r = f.apply(
-            &plan,
-            &ApplyOptions {
-                sync: k % 2 == 1,
-                fault: Some(Fault::FailWrite(k)),
-            },
-        );
+        let r = f.apply(&plan, &faulty(k % 2 == 1, Fault::FailWrite(k)));
         drop(f);
         let now = fs::read(path).unwrap();
         if k < total {
@@ -174,13 +176,7 @@ fn run_scenario(s: &Scenario, tally: &mut Tally) {
         // (ii) Stopped after k writes, no rollback: the old file or the new one, as the loader sees it.
         fs::write(path, &s.original).unwrap();
         let (f, _) = open_plan(path, &s.edits);
-        let r = f.apply(
-            &plan,
-            &ApplyOptions {
-                sync: false,
-                fault: Some(Fault::StopAfter(k)),
-            },
-        );
+        let r = f.apply(&plan, &faulty(false, Fault::StopAfter(k)));
         drop(f);
         if k < total {
             tally.faults += 1;
@@ -846,15 +842,7 @@ fn hard_links_keep_the_inode_and_both_names_see_the_edit() {
             &Options::default(),
         )
         .unwrap();
-    assert!(f
-        .apply(
-            &plan,
-            &ApplyOptions {
-                sync: false,
-                fault: Some(Fault::FailWrite(1))
-            }
-        )
-        .is_err());
+    assert!(f.apply(&plan, &faulty(false, Fault::FailWrite(1))).is_err());
     drop(f);
     assert_eq!(fs::read(&a).unwrap(), before);
     assert_eq!(fs::read(&b_link).unwrap(), before);
