@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use elfpatch::{edit_in_place, validate, Edit, Elf, Options, Tables};
 use elfsynth::{oracle, Spec};
+use object::elf;
 
 fn regressions(target: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -193,7 +194,11 @@ fn plan_on(b: &[u8], edits: &[Edit]) -> elfpatch::Result<elfpatch::Plan> {
 fn huge_p_align_is_refused_not_a_panic() {
     let mut b = synth();
     let e = Elf::parse(&b).unwrap();
-    let i = e.phdrs.iter().position(|p| p.p_type == 1).unwrap() as u64;
+    let i = e
+        .phdrs
+        .iter()
+        .position(|p| p.p_type == elf::PT_LOAD)
+        .unwrap() as u64;
     put_u64(&mut b, e.header.e_phoff + i * 56 + 48, (1 << 63) + 1);
     let r = catch_unwind(AssertUnwindSafe(|| plan_on(&b, &grow())));
     assert!(
@@ -304,7 +309,7 @@ fn version_names_past_verneednum_are_not_overwritten() {
     let i = d
         .entries()
         .iter()
-        .position(|x| x.tag == 0x6fff_ffff)
+        .position(|x| x.tag == u64::from(elf::DT_VERNEEDNUM))
         .unwrap();
     put_u64(&mut b, d.offset + i as u64 * 16 + 8, 1);
     assert!(oracle::check_layout(&b).is_empty());
@@ -425,7 +430,11 @@ fn page_size_above_existing_alignment_keeps_congruence() {
 fn new_segment_base_does_not_wrap() {
     let mut b = synth();
     let e = Elf::parse(&b).unwrap();
-    let i = e.phdrs.iter().position(|p| p.p_type == 1).unwrap() as u64;
+    let i = e
+        .phdrs
+        .iter()
+        .position(|p| p.p_type == elf::PT_LOAD)
+        .unwrap() as u64;
     put_u64(&mut b, e.header.e_phoff + i * 56 + 48, 1 << 63);
     let r = catch_unwind(AssertUnwindSafe(|| plan_on(&b, &grow())));
     assert!(

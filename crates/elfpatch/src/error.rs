@@ -1,8 +1,13 @@
 //! The one error type of the crate.
 //!
+//! An [`Error`] says what kind of failure it is ([`Error::kind`]), which file it is about
+//! ([`Error::path`]) and where in the file ([`Error::offset`]), and displays as one line that
+//! names the file, so a binary can print `err.to_string()` as its message. The causes behind it
+//! are not part of the API: new ones can come without breaking callers, which match on
+//! [`ErrorKind`] (non-exhaustive) rather than on the error itself.
+//!
 //! Parsing and planning work on bytes and know offsets but not paths; the I/O layer attaches the
-//! path with [`Error::with_path`]. Every variant names the file, so a binary can print
-//! `err.to_string()` as its one-line message.
+//! path with [`Error::with_path`].
 
 use std::fmt;
 use std::io;
@@ -13,7 +18,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Where an error happened: the file (empty for in-memory input).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Location(pub PathBuf);
+pub(crate) struct Location(pub(crate) PathBuf);
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -28,10 +33,39 @@ impl fmt::Display for Location {
 /// Everything that can go wrong reading, planning or applying an edit.
 ///
 /// After any error the input file is byte-identical to what it was before the call, except for
-/// [`Error::RollbackFailed`], which says so explicitly.
+/// [`ErrorKind::RollbackFailed`], which says so explicitly.
 #[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error(Box<Repr>);
+
+/// What went wrong, in the terms a caller acts on (an exit code, a retry, a message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ErrorKind {
+    /// An operating-system call failed (open, read, stat, rename, ...).
+    Io,
+    /// The file does not start with the ELF magic or has an unknown class or byte order.
+    NotElf,
+    /// Headers contradict each other or themselves, or a structure extends past the end of the
+    /// file.
+    Malformed,
+    /// A valid ELF feature this crate does not handle.
+    Unsupported,
+    /// The requested edit cannot be done without risking the binary; nothing was written.
+    Refused,
+    /// The request itself is invalid (a string with a NUL byte, a symbolic link, ...).
+    InvalidRequest,
+    /// The file changed between reading and writing; nothing was written (retrying may work).
+    Changed,
+    /// A write failed; every byte already written was restored, the file is as before.
+    WriteFailed,
+    /// A write failed and so did restoring the original bytes: the file may be damaged.
+    RollbackFailed,
+}
+
+/// The causes: private, so that they can change without breaking callers.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Repr {
     /// An operating-system call failed.
     #[error("{path}: {op}: {source}")]
     Io {
@@ -135,93 +169,121 @@ pub enum Error {
     },
 }
 
-/// A coarse classification of [`Error`], for exit codes and tests.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ErrorKind {
-    /// [`Error::Io`].
-    Io,
-    /// [`Error::NotElf`].
-    NotElf,
-    /// [`Error::Truncated`] and [`Error::Malformed`].
-    Malformed,
-    /// [`Error::Unsupported`].
-    Unsupported,
-    /// [`Error::Refused`].
-    Refused,
-    /// [`Error::InvalidRequest`].
-    InvalidRequest,
-    /// [`Error::Changed`], [`Error::WriteFailed`] and [`Error::RollbackFailed`].
-    WriteFailed,
-}
-
 impl Error {
-    /// The classification of this error.
+    /// What kind of failure this is.
     pub fn kind(&self) -> ErrorKind {
-        match self {
-            Error::Io { .. } => ErrorKind::Io,
-            Error::NotElf { .. } => ErrorKind::NotElf,
-            Error::Truncated { .. } | Error::Malformed { .. } => ErrorKind::Malformed,
-            Error::Unsupported { .. } => ErrorKind::Unsupported,
-            Error::Refused { .. } => ErrorKind::Refused,
-            Error::InvalidRequest { .. } => ErrorKind::InvalidRequest,
-            Error::Changed { .. } | Error::WriteFailed { .. } | Error::RollbackFailed { .. } => {
-                ErrorKind::WriteFailed
-            }
+        match &*self.0 {
+            Repr::Io { .. } => ErrorKind::Io,
+            Repr::NotElf { .. } => ErrorKind::NotElf,
+            Repr::Truncated { .. } | Repr::Malformed { .. } => ErrorKind::Malformed,
+            Repr::Unsupported { .. } => ErrorKind::Unsupported,
+            Repr::Refused { .. } => ErrorKind::Refused,
+            Repr::InvalidRequest { .. } => ErrorKind::InvalidRequest,
+            Repr::Changed { .. } => ErrorKind::Changed,
+            Repr::WriteFailed { .. } => ErrorKind::WriteFailed,
+            Repr::RollbackFailed { .. } => ErrorKind::RollbackFailed,
         }
     }
 
-    /// Sets the file this error is about (used by the I/O layer on errors from pure code).
-    pub fn with_path(mut self, p: &Path) -> Self {
-        let slot = match &mut self {
-            Error::Io { path, .. }
-            | Error::NotElf { path, .. }
-            | Error::Truncated { path, .. }
-            | Error::Malformed { path, .. }
-            | Error::Unsupported { path, .. }
-            | Error::Refused { path, .. }
-            | Error::InvalidRequest { path, .. }
-            | Error::Changed { path, .. }
-            | Error::WriteFailed { path, .. }
-            | Error::RollbackFailed { path, .. } => path,
-        };
-        slot.0 = p.to_path_buf();
+    /// The file this error is about; `None` for input held in memory.
+    pub fn path(&self) -> Option<&Path> {
+        let path = &self.location().0;
+        (!path.as_os_str().is_empty()).then_some(path.as_path())
+    }
+
+    /// The file offset of the structure or write at fault, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match &*self.0 {
+            Repr::Truncated { offset, .. }
+            | Repr::Malformed { offset, .. }
+            | Repr::WriteFailed { offset, .. }
+            | Repr::RollbackFailed { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+
+    /// Sets the file this error is about (for callers that read the bytes themselves, and for
+    /// the I/O layer on errors from pure code).
+    pub fn with_path(mut self, path: &Path) -> Self {
+        self.location_mut().0 = path.to_path_buf();
         self
     }
 
+    fn location(&self) -> &Location {
+        match &*self.0 {
+            Repr::Io { path, .. }
+            | Repr::NotElf { path, .. }
+            | Repr::Truncated { path, .. }
+            | Repr::Malformed { path, .. }
+            | Repr::Unsupported { path, .. }
+            | Repr::Refused { path, .. }
+            | Repr::InvalidRequest { path, .. }
+            | Repr::Changed { path, .. }
+            | Repr::WriteFailed { path, .. }
+            | Repr::RollbackFailed { path, .. } => path,
+        }
+    }
+
+    fn location_mut(&mut self) -> &mut Location {
+        match &mut *self.0 {
+            Repr::Io { path, .. }
+            | Repr::NotElf { path, .. }
+            | Repr::Truncated { path, .. }
+            | Repr::Malformed { path, .. }
+            | Repr::Unsupported { path, .. }
+            | Repr::Refused { path, .. }
+            | Repr::InvalidRequest { path, .. }
+            | Repr::Changed { path, .. }
+            | Repr::WriteFailed { path, .. }
+            | Repr::RollbackFailed { path, .. } => path,
+        }
+    }
+
     pub(crate) fn malformed(offset: u64, what: impl Into<String>) -> Self {
-        Error::Malformed {
+        Repr::Malformed {
             path: Location::default(),
             offset,
             what: what.into(),
         }
+        .into()
     }
 
     pub(crate) fn unsupported(what: impl Into<String>) -> Self {
-        Error::Unsupported {
+        Repr::Unsupported {
             path: Location::default(),
             what: what.into(),
         }
+        .into()
     }
 
     pub(crate) fn refused(what: impl Into<String>) -> Self {
-        Error::Refused {
+        Repr::Refused {
             path: Location::default(),
             what: what.into(),
         }
+        .into()
     }
 
     pub(crate) fn invalid(what: impl Into<String>) -> Self {
-        Error::InvalidRequest {
+        Repr::InvalidRequest {
             path: Location::default(),
             what: what.into(),
         }
+        .into()
     }
 
     pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Self {
-        Error::Io {
+        Repr::Io {
             path: Location(path.to_path_buf()),
             op,
             source,
         }
+        .into()
+    }
+}
+
+impl From<Repr> for Error {
+    fn from(repr: Repr) -> Self {
+        Error(Box::new(repr))
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::apply::{apply_plan, ApplyOptions, ApplyReport};
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, Repr, Result};
 use crate::plan::{plan, Edit, Options, Plan};
 use crate::read::Elf;
 use crate::refs::Tables;
@@ -74,16 +74,16 @@ impl ElfFile {
     fn open_with(path: &Path, writable: bool) -> Result<ElfFile> {
         let link = fs::symlink_metadata(path).map_err(|e| Error::io(path, "stat", e))?;
         if link.file_type().is_symlink() {
-            return Err(Error::InvalidRequest {
+            return Err(Error::from(Repr::InvalidRequest {
                 path: Location(path.to_path_buf()),
                 what: "is a symbolic link; refusing to follow it (edit its target instead)".into(),
-            });
+            }));
         }
         if !link.is_file() {
-            return Err(Error::InvalidRequest {
+            return Err(Error::from(Repr::InvalidRequest {
                 path: Location(path.to_path_buf()),
                 what: "is not a regular file".into(),
-            });
+            }));
         }
         let file = OpenOptions::new()
             .read(true)
@@ -94,10 +94,10 @@ impl ElfFile {
         let stamp = Stamp::of(&meta);
         // The path could have been swapped for a symlink between lstat and open.
         if stamp.dev != link.dev() || stamp.ino != link.ino() {
-            return Err(Error::Changed {
+            return Err(Error::from(Repr::Changed {
                 path: Location(path.to_path_buf()),
                 what: "replaced while being opened".into(),
-            });
+            }));
         }
         let elf = Elf::read_file(&file, stamp.len).map_err(|e| e.with_path(path))?;
         Ok(ElfFile {
@@ -144,10 +144,10 @@ impl ElfFile {
             return Ok(ApplyReport::default());
         }
         if !self.writable {
-            return Err(Error::InvalidRequest {
+            return Err(Error::from(Repr::InvalidRequest {
                 path: Location(self.path.clone()),
                 what: "opened read-only".into(),
-            });
+            }));
         }
         let now = Stamp::of(
             &self
@@ -156,13 +156,13 @@ impl ElfFile {
                 .map_err(|e| Error::io(&self.path, "stat", e))?,
         );
         if now != self.stamp || plan.old_len != self.stamp.len {
-            return Err(Error::Changed {
+            return Err(Error::from(Repr::Changed {
                 path: Location(self.path.clone()),
                 what: format!(
                     "length or modification time differ from when it was read ({} → {} bytes)",
                     self.stamp.len, now.len
                 ),
-            });
+            }));
         }
         apply_plan(&self.file, &self.path, plan, self.elf.format, opts)
     }

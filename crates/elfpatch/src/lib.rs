@@ -54,7 +54,9 @@ pub mod refusals {}
 pub mod source;
 pub mod validate;
 
-pub use apply::{ApplyOptions, ApplyReport, Fault};
+#[cfg(feature = "fault-injection")]
+pub use apply::Fault;
+pub use apply::{ApplyOptions, ApplyReport};
 pub use error::{Error, ErrorKind, Result};
 pub use file::{edit_in_place, edit_to, ElfFile, Outcome};
 pub use format::{Class, Endian, Format};

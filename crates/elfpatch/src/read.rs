@@ -7,7 +7,7 @@
 
 use object::elf;
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, Repr, Result};
 use crate::format::{Class, Dyn, Endian, Format, Header, Phdr, Shdr};
 use crate::source::{check_range, read_range, FileSource, Prefetched, Source};
 
@@ -126,7 +126,7 @@ pub struct Elf {
 pub const PHDR_TAIL: u64 = 512;
 
 /// Dynamic tags whose value is an offset into the dynamic string table.
-pub const STRING_TAGS: [u32; 8] = [
+pub const STRING_TAGS: [u32; 9] = [
     elf::DT_NEEDED,
     elf::DT_SONAME,
     elf::DT_RPATH,
@@ -135,14 +135,12 @@ pub const STRING_TAGS: [u32; 8] = [
     elf::DT_FILTER,
     elf::DT_CONFIG,
     elf::DT_DEPAUDIT,
+    elf::DT_AUDIT,
 ];
-
-/// `DT_AUDIT`, also a string tag (not in `object`'s constants under that name everywhere).
-pub const DT_AUDIT: u32 = 0x6fff_fefc;
 
 /// Whether entries with this tag hold a string table offset.
 pub fn is_string_tag(tag: u64) -> bool {
-    STRING_TAGS.iter().any(|&t| u64::from(t) == tag) || tag == u64::from(DT_AUDIT)
+    STRING_TAGS.iter().any(|&t| u64::from(t) == tag)
 }
 
 impl Elf {
@@ -191,10 +189,12 @@ impl Elf {
     /// start and its end are read once, and most files need no further read.
     pub fn read_file(file: &std::fs::File, len: u64) -> Result<Elf> {
         let source = FileSource { file, len };
-        let prefetched = Prefetched::for_elf(&source).map_err(|source| Error::Io {
-            path: Location::default(),
-            op: "read",
-            source,
+        let prefetched = Prefetched::for_elf(&source).map_err(|source| {
+            Error::from(Repr::Io {
+                path: Location::default(),
+                op: "read",
+                source,
+            })
         })?;
         Elf::read(&prefetched)
     }
@@ -437,7 +437,7 @@ pub fn tag_name(tag: u64) -> String {
         elf::DT_FILTER => "DT_FILTER",
         elf::DT_CONFIG => "DT_CONFIG",
         elf::DT_DEPAUDIT => "DT_DEPAUDIT",
-        DT_AUDIT => "DT_AUDIT",
+        elf::DT_AUDIT => "DT_AUDIT",
         elf::DT_VERNEED => "DT_VERNEED",
         elf::DT_VERDEF => "DT_VERDEF",
         elf::DT_VERSYM => "DT_VERSYM",
@@ -450,9 +450,11 @@ pub fn tag_name(tag: u64) -> String {
 
 /// Reads the identification bytes and the file header in one read.
 fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
-    let not_elf = |what: String| Error::NotElf {
-        path: Default::default(),
-        what,
+    let not_elf = |what: String| {
+        Error::from(Repr::NotElf {
+            path: Default::default(),
+            what,
+        })
     };
     let n = src.len().min(64);
     if n < 4 {
@@ -462,12 +464,14 @@ fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
     if head[..4] != elf::ELFMAG {
         return Err(not_elf(format!("starts with {:02x?}", &head[..4])));
     }
-    let truncated = |needed: usize| Error::Truncated {
-        path: Default::default(),
-        what: "ELF header".into(),
-        offset: 0,
-        needed: needed as u64,
-        file_len: src.len(),
+    let truncated = |needed: usize| {
+        Error::from(Repr::Truncated {
+            path: Default::default(),
+            what: "ELF header".into(),
+            offset: 0,
+            needed: needed as u64,
+            file_len: src.len(),
+        })
     };
     if head.len() < 16 {
         return Err(truncated(16));

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 
-use crate::error::{Error, Location, Result};
+use crate::error::{Error, Location, Repr, Result};
 
 /// Largest single structure we agree to read into memory (a string or symbol table, say).
 /// Bigger requests come only from corrupt headers, and refusing them keeps memory bounded.
@@ -82,12 +82,13 @@ pub fn read_range<S: Source + ?Sized>(
         )));
     }
     let mut buf = vec![0u8; len as usize];
-    src.read_exact_at(offset, &mut buf)
-        .map_err(|source| Error::Io {
+    src.read_exact_at(offset, &mut buf).map_err(|source| {
+        Error::from(Repr::Io {
             path: Location::default(),
             op: "read",
             source,
-        })?;
+        })
+    })?;
     Ok(buf)
 }
 
@@ -95,13 +96,13 @@ pub fn read_range<S: Source + ?Sized>(
 pub fn check_range(file_len: u64, offset: u64, len: u64, what: &str) -> Result<()> {
     match offset.checked_add(len) {
         Some(end) if end <= file_len => Ok(()),
-        _ => Err(Error::Truncated {
+        _ => Err(Error::from(Repr::Truncated {
             path: Location::default(),
             what: what.to_string(),
             offset,
             needed: len,
             file_len,
-        }),
+        })),
     }
 }
 

@@ -49,6 +49,7 @@ fn edit_fails(dir: &Path, name: &str, bytes: &[u8]) -> ErrorKind {
         1,
         "{name}: message is not one line: {err}"
     );
+    assert_eq!(err.path(), Some(p.as_path()), "{name}: {err}");
     assert_eq!(
         fs::read(&p).unwrap(),
         bytes,
@@ -202,7 +203,7 @@ fn string_offsets_outside_the_table_are_errors() {
     let idx = dynamic
         .entries()
         .iter()
-        .position(|e| e.tag == 0x1d)
+        .position(|e| e.tag == u64::from(object::elf::DT_RUNPATH))
         .expect("RUNPATH");
     let at = dynamic.offset as usize + idx * 16 + 8;
     let mut b = bytes.clone();
@@ -212,7 +213,11 @@ fn string_offsets_outside_the_table_are_errors() {
         ErrorKind::Malformed
     );
     // DT_STRSZ pointing past the segment.
-    let sz = dynamic.entries().iter().position(|e| e.tag == 10).unwrap();
+    let sz = dynamic
+        .entries()
+        .iter()
+        .position(|e| e.tag == u64::from(object::elf::DT_STRSZ))
+        .unwrap();
     let mut b = bytes.clone();
     wr(&mut b, dynamic.offset as usize + sz * 16 + 8, 8, 1 << 30);
     assert_eq!(edit_fails(d.path(), "strsz", &b), ErrorKind::Malformed);
@@ -270,4 +275,31 @@ fn read_only_files_are_reported_before_anything_happens() {
         assert!(e.to_string().contains("ro"));
         assert_eq!(fs::read(&p).unwrap(), bytes);
     }
+}
+
+#[test]
+fn an_error_says_its_kind_file_and_offset_and_keeps_its_cause() {
+    let (d, bytes) = sample();
+    // In memory: no file until the caller names one; the offset of what is cut off.
+    let cut = &bytes[..100];
+    let err = Elf::parse(cut).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Malformed, "{err}");
+    assert_eq!(err.path(), None);
+    let offset = err.offset().expect("a truncated structure has an offset");
+    assert!(err.to_string().contains(&format!("{offset:#x}")), "{err}");
+    let named = err.with_path(Path::new("/some/lib.so"));
+    assert_eq!(named.path(), Some(Path::new("/some/lib.so")));
+    assert!(named.to_string().starts_with("/some/lib.so: "), "{named}");
+    // An operating-system failure keeps the io::Error as its source.
+    let missing = d.path().join("missing");
+    let err = edit_in_place(&missing, &[Edit::RemoveRpath], &Options::default()).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.path(), err.offset()),
+        (ErrorKind::Io, Some(missing.as_path()), None)
+    );
+    let source = std::error::Error::source(&err).expect("the io::Error");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("an io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
 }

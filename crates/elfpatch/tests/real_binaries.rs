@@ -626,7 +626,7 @@ fn cut_before_dynstr(src: &Path, dst: &Path, zeroed: bool) -> Option<PathBuf> {
         .phdrs
         .iter()
         .enumerate()
-        .find(|(_, p)| p.p_type == 1 && p.contains_offset(st.offset, 1))?;
+        .find(|(_, p)| p.p_type == object::elf::PT_LOAD && p.contains_offset(st.offset, 1))?;
     let seg_end = p.offset_end();
     let last_page = (seg_end - 1) / 4096 * 4096;
     let cut = (st.offset + 8).max(last_page + 1);
@@ -803,7 +803,9 @@ fn bytes_nothing_describes_do_not_travel_with_a_moved_block() {
     let mut secs: Vec<_> = e
         .sections
         .iter()
-        .filter(|s| s.shdr.sh_offset as usize >= table_end && s.shdr.sh_type != 8)
+        .filter(|s| {
+            s.shdr.sh_offset as usize >= table_end && s.shdr.sh_type != object::elf::SHT_NOBITS
+        })
         .map(|s| {
             (
                 s.shdr.sh_offset as usize,

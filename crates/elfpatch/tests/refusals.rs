@@ -14,19 +14,10 @@ use std::process::Command;
 
 use elfpatch::format::{Dyn, Phdr};
 use elfpatch::{edit_in_place, Edit, Elf, Options};
-
-const PT_LOAD: u32 = 1;
-const PT_DYNAMIC: u32 = 2;
-const PT_INTERP: u32 = 3;
-const PT_PHDR: u32 = 6;
-const PT_GNU_STACK: u32 = 0x6474_e551;
-const DT_STRSZ: u64 = 10;
-const DT_SYMENT: u64 = 11;
-const DT_DEBUG: u64 = 21;
-const DT_RUNPATH: u64 = 29;
-const DT_GNU_HASH: u64 = 0x6fff_fef5;
-const DT_VERSYM: u64 = 0x6fff_fff0;
-const DT_VERNEED: u64 = 0x6fff_fffe;
+use object::elf::{
+    DT_DEBUG, DT_GNU_HASH, DT_RUNPATH, DT_STRSZ, DT_SYMENT, DT_VERNEED, DT_VERSYM, PT_DYNAMIC,
+    PT_GNU_STACK, PT_INTERP, PT_LOAD, PT_PHDR,
+};
 
 /// A gcc-built PIE that prints "x", with a RUNPATH, and its parsed headers.
 struct Sample {
@@ -76,16 +67,20 @@ impl Sample {
         let enc = f.encode_phdr(&p);
         b[at..at + enc.len()].copy_from_slice(&enc);
     }
-    fn dyn_index(&self, tag: u64) -> usize {
+    fn dyn_index(&self, tag: u32) -> usize {
         let d = self.elf.dynamic.as_ref().unwrap();
-        d.entries().iter().position(|x| x.tag == tag).unwrap()
+        d.entries()
+            .iter()
+            .position(|x| x.tag == u64::from(tag))
+            .unwrap()
     }
-    fn dyn_val(&self, tag: u64) -> u64 {
-        self.elf.dynamic.as_ref().unwrap().get(tag as u32).unwrap()
+    fn dyn_val(&self, tag: u32) -> u64 {
+        self.elf.dynamic.as_ref().unwrap().get(tag).unwrap()
     }
-    fn set_dyn(&self, b: &mut [u8], k: usize, tag: u64, val: u64) {
+    fn set_dyn(&self, b: &mut [u8], k: usize, tag: u32, val: u64) {
         let f = self.elf.format;
         let at = (self.elf.dynamic.as_ref().unwrap().offset + (k * f.dyn_size()) as u64) as usize;
+        let tag = u64::from(tag);
         let enc = f.encode_dyn(&Dyn { tag, val });
         b[at..at + enc.len()].copy_from_slice(&enc);
     }

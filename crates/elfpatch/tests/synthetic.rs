@@ -167,7 +167,7 @@ fn check_batch(before: &[u8], after: &[u8], expect: &Model) -> Result<(), TestCa
                     && !oracle::POINTER_TAGS.contains(&d.tag)
                     && ![5u64, 10, 0x6fff_ffff].contains(&d.tag)
             })
-            .filter(|d| d.tag != 0x7000_0035) // DT_MIPS_RLD_MAP_REL is slot-relative
+            .filter(|d| d.tag != u64::from(object::elf::DT_MIPS_RLD_MAP_REL)) // slot-relative
             .map(|d| (d.tag, d.value))
             .collect()
     };
@@ -183,7 +183,10 @@ fn check_batch(before: &[u8], after: &[u8], expect: &Model) -> Result<(), TestCa
     }
     // 3. Bytes of every section we have no business changing are intact (moved ones copied whole).
     for s in &ob.sections {
-        if EDITABLE.contains(&s.name.as_str()) || s.sh_type == 8 || s.size == 0 {
+        if EDITABLE.contains(&s.name.as_str())
+            || s.sh_type == object::elf::SHT_NOBITS
+            || s.size == 0
+        {
             continue;
         }
         let Some(t) = oa

@@ -4,6 +4,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, Seek, SeekFrom, Write};
 
+use object::elf;
+
 use crate::strtab::StrTab;
 use crate::{AfterPhdrs, Class, Endian, FileType, Spec};
 
@@ -109,70 +111,6 @@ impl Layout {
 
 // ---------------------------------------------------------------------------
 // constants
-
-const SHT_PROGBITS: u32 = 1;
-const SHT_SYMTAB: u32 = 2;
-const SHT_STRTAB: u32 = 3;
-const SHT_HASH: u32 = 5;
-const SHT_DYNAMIC: u32 = 6;
-const SHT_NOTE: u32 = 7;
-const SHT_NOBITS: u32 = 8;
-const SHT_DYNSYM: u32 = 11;
-const SHT_GNU_HASH: u32 = 0x6fff_fff6;
-const SHT_GNU_VERDEF: u32 = 0x6fff_fffd;
-const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
-const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
-
-const SHF_WRITE: u64 = 1;
-const SHF_ALLOC: u64 = 2;
-const SHF_EXECINSTR: u64 = 4;
-const SHF_MERGE: u64 = 0x10;
-const SHF_STRINGS: u64 = 0x20;
-
-const PT_NULL: u32 = 0;
-const PT_LOAD: u32 = 1;
-const PT_DYNAMIC: u32 = 2;
-const PT_INTERP: u32 = 3;
-const PT_NOTE: u32 = 4;
-const PT_PHDR: u32 = 6;
-const PT_GNU_STACK: u32 = 0x6474_e551;
-
-const PF_X: u32 = 1;
-const PF_W: u32 = 2;
-const PF_R: u32 = 4;
-
-const DT_NULL: u64 = 0;
-const DT_NEEDED: u64 = 1;
-const DT_HASH: u64 = 4;
-const DT_STRTAB: u64 = 5;
-const DT_SYMTAB: u64 = 6;
-const DT_STRSZ: u64 = 10;
-const DT_SYMENT: u64 = 11;
-const DT_INIT: u64 = 12;
-const DT_FINI: u64 = 13;
-const DT_SONAME: u64 = 14;
-const DT_RPATH: u64 = 15;
-const DT_DEBUG: u64 = 21;
-const DT_RUNPATH: u64 = 29;
-const DT_FLAGS: u64 = 30;
-const DT_GNU_HASH: u64 = 0x6fff_fef5;
-const DT_VERSYM: u64 = 0x6fff_fff0;
-const DT_FLAGS_1: u64 = 0x6fff_fffb;
-const DT_VERDEF: u64 = 0x6fff_fffc;
-const DT_VERDEFNUM: u64 = 0x6fff_fffd;
-const DT_VERNEED: u64 = 0x6fff_fffe;
-const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
-const DT_MIPS_RLD_MAP_REL: u64 = 0x7000_0035;
-
-const DF_BIND_NOW: u64 = 0x8;
-const DF_1_NOW: u64 = 0x1;
-const DF_1_PIE: u64 = 0x0800_0000;
-
-const STB_LOCAL: u8 = 0;
-const STB_GLOBAL: u8 = 1;
-const STT_OBJECT: u8 = 1;
-const STT_FUNC: u8 = 2;
-const STT_SECTION: u8 = 3;
 
 const NOTE_SIZE: u64 = 12 + 4 + 20;
 const INIT_SIZE: u64 = 16;
@@ -352,30 +290,30 @@ impl Id {
     fn sh_type(self) -> u32 {
         match self {
             Id::Init | Id::Interp | Id::Text | Id::Fini | Id::RldMap | Id::Data | Id::Comment => {
-                SHT_PROGBITS
+                elf::SHT_PROGBITS
             }
-            Id::Note => SHT_NOTE,
-            Id::Hash => SHT_HASH,
-            Id::GnuHash => SHT_GNU_HASH,
-            Id::Dynsym => SHT_DYNSYM,
-            Id::Dynstr | Id::Strtab | Id::Shstrtab => SHT_STRTAB,
-            Id::Versym => SHT_GNU_VERSYM,
-            Id::Verdef => SHT_GNU_VERDEF,
-            Id::Verneed => SHT_GNU_VERNEED,
-            Id::Dynamic => SHT_DYNAMIC,
-            Id::Bss => SHT_NOBITS,
-            Id::Symtab => SHT_SYMTAB,
+            Id::Note => elf::SHT_NOTE,
+            Id::Hash => elf::SHT_HASH,
+            Id::GnuHash => elf::SHT_GNU_HASH,
+            Id::Dynsym => elf::SHT_DYNSYM,
+            Id::Dynstr | Id::Strtab | Id::Shstrtab => elf::SHT_STRTAB,
+            Id::Versym => elf::SHT_GNU_VERSYM,
+            Id::Verdef => elf::SHT_GNU_VERDEF,
+            Id::Verneed => elf::SHT_GNU_VERNEED,
+            Id::Dynamic => elf::SHT_DYNAMIC,
+            Id::Bss => elf::SHT_NOBITS,
+            Id::Symtab => elf::SHT_SYMTAB,
         }
     }
 
     fn flags(self) -> u64 {
-        match self {
-            Id::Init | Id::Text | Id::Fini => SHF_ALLOC | SHF_EXECINSTR,
-            Id::Dynamic | Id::RldMap | Id::Data | Id::Bss => SHF_ALLOC | SHF_WRITE,
-            Id::Comment => SHF_MERGE | SHF_STRINGS,
+        u64::from(match self {
+            Id::Init | Id::Text | Id::Fini => elf::SHF_ALLOC | elf::SHF_EXECINSTR,
+            Id::Dynamic | Id::RldMap | Id::Data | Id::Bss => elf::SHF_ALLOC | elf::SHF_WRITE,
+            Id::Comment => elf::SHF_MERGE | elf::SHF_STRINGS,
             Id::Symtab | Id::Strtab | Id::Shstrtab => 0,
-            _ => SHF_ALLOC,
-        }
+            _ => elf::SHF_ALLOC,
+        })
     }
 }
 
@@ -650,10 +588,10 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
     let dyn_entries = |addr: &dyn Fn(Id) -> u64| -> Vec<(u64, u64)> {
         let mut d: Vec<(u64, u64)> = Vec::new();
         for n in &spec.needed {
-            d.push((DT_NEEDED, dynstr.offset(n)));
+            d.push((elf::DT_NEEDED.into(), dynstr.offset(n)));
         }
         if let Some(s) = &spec.soname {
-            d.push((DT_SONAME, dynstr.offset(s)));
+            d.push((elf::DT_SONAME.into(), dynstr.offset(s)));
         }
         if let Some(s) = &spec.rpath {
             let s = if rpath_shared {
@@ -661,36 +599,36 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             } else {
                 s
             };
-            d.push((DT_RPATH, dynstr.offset(s)));
+            d.push((elf::DT_RPATH.into(), dynstr.offset(s)));
         }
         if let Some(s) = &spec.runpath {
-            d.push((DT_RUNPATH, dynstr.offset(s)));
+            d.push((elf::DT_RUNPATH.into(), dynstr.offset(s)));
         }
         if spec.hash.sysv() {
-            d.push((DT_HASH, addr(Id::Hash)));
+            d.push((elf::DT_HASH.into(), addr(Id::Hash)));
         }
         if spec.hash.gnu() {
-            d.push((DT_GNU_HASH, addr(Id::GnuHash)));
+            d.push((elf::DT_GNU_HASH.into(), addr(Id::GnuHash)));
         }
-        d.push((DT_STRTAB, addr(Id::Dynstr)));
-        d.push((DT_SYMTAB, addr(Id::Dynsym)));
-        d.push((DT_STRSZ, dynstr.bytes.len() as u64));
-        d.push((DT_SYMENT, enc.sym_size()));
-        d.push((DT_INIT, addr(Id::Init)));
-        d.push((DT_FINI, addr(Id::Fini)));
+        d.push((elf::DT_STRTAB.into(), addr(Id::Dynstr)));
+        d.push((elf::DT_SYMTAB.into(), addr(Id::Dynsym)));
+        d.push((elf::DT_STRSZ.into(), dynstr.bytes.len() as u64));
+        d.push((elf::DT_SYMENT.into(), enc.sym_size()));
+        d.push((elf::DT_INIT.into(), addr(Id::Init)));
+        d.push((elf::DT_FINI.into(), addr(Id::Fini)));
         if has_versions {
-            d.push((DT_VERSYM, addr(Id::Versym)));
+            d.push((elf::DT_VERSYM.into(), addr(Id::Versym)));
         }
         if !spec.verneed.is_empty() {
-            d.push((DT_VERNEED, addr(Id::Verneed)));
-            d.push((DT_VERNEEDNUM, spec.verneed.len() as u64));
+            d.push((elf::DT_VERNEED.into(), addr(Id::Verneed)));
+            d.push((elf::DT_VERNEEDNUM.into(), spec.verneed.len() as u64));
         }
         if !spec.verdef.is_empty() {
-            d.push((DT_VERDEF, addr(Id::Verdef)));
-            d.push((DT_VERDEFNUM, spec.verdef.len() as u64));
+            d.push((elf::DT_VERDEF.into(), addr(Id::Verdef)));
+            d.push((elf::DT_VERDEFNUM.into(), spec.verdef.len() as u64));
         }
         if is_executable {
-            d.push((DT_DEBUG, 0));
+            d.push((elf::DT_DEBUG.into(), 0));
         }
         if has_rld_map {
             let slot = addr(Id::Dynamic) + d.len() as u64 * 2 * ws;
@@ -698,13 +636,14 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             if !enc.is64 {
                 rel &= 0xffff_ffff;
             }
-            d.push((DT_MIPS_RLD_MAP_REL, rel));
+            d.push((elf::DT_MIPS_RLD_MAP_REL.into(), rel));
         }
-        d.push((DT_FLAGS, DF_BIND_NOW));
+        d.push((elf::DT_FLAGS.into(), elf::DF_BIND_NOW.into()));
         let pie = spec.e_type == FileType::Dyn && spec.interp.is_some();
-        d.push((DT_FLAGS_1, DF_1_NOW | if pie { DF_1_PIE } else { 0 }));
+        let flags_1 = elf::DF_1_NOW | if pie { elf::DF_1_PIE } else { 0 };
+        d.push((elf::DT_FLAGS_1.into(), flags_1.into()));
         for _ in 0..=spec.spare_dynamic_slots {
-            d.push((DT_NULL, 0));
+            d.push((elf::DT_NULL.into(), 0));
         }
         d
     };
@@ -928,7 +867,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         let mut b = Vec::new();
         enc.sym(&mut b, 0, 0, 0, 0, 0);
         for (i, n) in names.iter().enumerate() {
-            let info = (STB_GLOBAL << 4) | STT_FUNC;
+            let info = (elf::STB_GLOBAL << 4) | elf::STT_FUNC;
             if i < nundef {
                 enc.sym(&mut b, dynstr.offset(n) as u32, info, 0, 0, 0);
             } else {
@@ -1019,7 +958,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
                 enc.sym(
                     &mut b,
                     0,
-                    (STB_LOCAL << 4) | STT_SECTION,
+                    (elf::STB_LOCAL << 4) | elf::STT_SECTION,
                     idx(s.id),
                     s.addr,
                     0,
@@ -1030,7 +969,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             enc.sym(
                 &mut b,
                 so("_DYNAMIC"),
-                (STB_LOCAL << 4) | STT_OBJECT,
+                (elf::STB_LOCAL << 4) | elf::STT_OBJECT,
                 idx(Id::Dynamic),
                 dynsec.addr,
                 dynsec.size,
@@ -1038,7 +977,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             enc.sym(
                 &mut b,
                 so("_init"),
-                (STB_LOCAL << 4) | STT_FUNC,
+                (elf::STB_LOCAL << 4) | elf::STT_FUNC,
                 idx(Id::Init),
                 addr(Id::Init),
                 INIT_SIZE,
@@ -1046,12 +985,12 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             enc.sym(
                 &mut b,
                 so("_fini"),
-                (STB_LOCAL << 4) | STT_FUNC,
+                (elf::STB_LOCAL << 4) | elf::STT_FUNC,
                 idx(Id::Fini),
                 addr(Id::Fini),
                 INIT_SIZE,
             );
-            let g = (STB_GLOBAL << 4) | STT_FUNC;
+            let g = (elf::STB_GLOBAL << 4) | elf::STT_FUNC;
             if is_executable {
                 enc.sym(&mut b, so("_start"), g, text_idx, text_addr, 0);
             }
@@ -1106,7 +1045,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             name: s.id.name().to_string(),
             sh_type: s.id.sh_type(),
             flags: s.id.flags(),
-            addr: if s.id.flags() & SHF_ALLOC != 0 {
+            addr: if s.id.flags() & u64::from(elf::SHF_ALLOC) != 0 {
                 s.addr
             } else {
                 0
@@ -1158,8 +1097,8 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
     let phsize = phnum * phentsize;
     if spec.pt_phdr {
         segs.push(Segment {
-            p_type: PT_PHDR,
-            p_flags: PF_R,
+            p_type: elf::PT_PHDR,
+            p_flags: elf::PF_R,
             offset: phoff,
             vaddr: base + phoff,
             filesz: phsize,
@@ -1168,15 +1107,15 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         });
     }
     if spec.interp.is_some() {
-        segs.push(from_sec(PT_INTERP, PF_R, Id::Interp, 1));
+        segs.push(from_sec(elf::PT_INTERP, elf::PF_R, Id::Interp, 1));
     }
     let first_flags = if spec.first_after_phdrs == AfterPhdrs::Text {
-        PF_R | PF_X
+        elf::PF_R | elf::PF_X
     } else {
-        PF_R
+        elf::PF_R
     };
     segs.push(Segment {
-        p_type: PT_LOAD,
+        p_type: elf::PT_LOAD,
         p_flags: first_flags,
         offset: 0,
         vaddr: base,
@@ -1185,8 +1124,8 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         align: page,
     });
     segs.push(Segment {
-        p_type: PT_LOAD,
-        p_flags: PF_R | PF_X,
+        p_type: elf::PT_LOAD,
+        p_flags: elf::PF_R | elf::PF_X,
         offset: text_off,
         vaddr: base + text_off,
         filesz: text_end - text_off,
@@ -1194,19 +1133,24 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         align: page,
     });
     segs.push(Segment {
-        p_type: PT_LOAD,
-        p_flags: PF_R | PF_W,
+        p_type: elf::PT_LOAD,
+        p_flags: elf::PF_R | elf::PF_W,
         offset: rw_off,
         vaddr: rw_vaddr,
         filesz: rw_file_end - rw_off,
         memsz: mem_end - rw_vaddr,
         align: page,
     });
-    segs.push(from_sec(PT_DYNAMIC, PF_R | PF_W, Id::Dynamic, ws));
-    segs.push(from_sec(PT_NOTE, PF_R, Id::Note, 4));
+    segs.push(from_sec(
+        elf::PT_DYNAMIC,
+        elf::PF_R | elf::PF_W,
+        Id::Dynamic,
+        ws,
+    ));
+    segs.push(from_sec(elf::PT_NOTE, elf::PF_R, Id::Note, 4));
     segs.push(Segment {
-        p_type: PT_GNU_STACK,
-        p_flags: PF_R | PF_W,
+        p_type: elf::PT_GNU_STACK,
+        p_flags: elf::PF_R | elf::PF_W,
         offset: 0,
         vaddr: 0,
         filesz: 0,
@@ -1215,7 +1159,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
     });
     for _ in 0..spec.pt_null_slots {
         segs.push(Segment {
-            p_type: PT_NULL,
+            p_type: elf::PT_NULL,
             p_flags: 0,
             offset: 0,
             vaddr: 0,

@@ -9,8 +9,8 @@
 //!   file laid out the way GNU ld lays files out; [`layout`] tells where
 //!   everything went without producing the bytes.
 //! * [`oracle`] is a small, self-contained ELF reader (it shares no code
-//!   with the builder or with any editor: own constants, own decoding, own
-//!   hash functions) with [`oracle::read`] returning a plain model and
+//!   with the builder or with any editor: own decoding, own hash functions;
+//!   the numbers are `object::elf`'s) with [`oracle::read`] returning a plain model and
 //!   [`oracle::check_layout`] listing invariant violations.
 //! * `strategy` (feature `proptest`, on by default) generates arbitrary
 //!   specs for property tests.

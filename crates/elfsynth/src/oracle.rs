@@ -1,10 +1,10 @@
 //! An independent, deliberately small ELF reader used as a test oracle.
 //!
 //! It shares no code with the builder in this crate or with any editor under
-//! test: its constants, decoding and hash functions are its own. Everything
-//! read from the file is bounds-checked; malformed input yields an
-//! [`Error`] (from [`read`]) or a violation (from [`check_layout`]), never a
-//! panic.
+//! test: its decoding and hash functions are its own; the numbers it compares
+//! with are `object::elf`'s (the gABI's). Everything read from the file is
+//! bounds-checked; malformed input yields an [`Error`] (from [`read`]) or a
+//! violation (from [`check_layout`]), never a panic.
 //!
 //! The dynamic view is the loader's: `.dynamic` is found through
 //! `PT_DYNAMIC`, strings through `DT_STRTAB`/`DT_STRSZ` mapped by the
@@ -32,52 +32,42 @@ fn err<T>(msg: impl Into<String>) -> Res<T> {
     Err(Error(msg.into()))
 }
 
-// Own constants (deliberately not shared with the builder).
+/// The numbers the oracle compares with: `object::elf`'s (the gABI's and GNU's numbers, not
+/// code), typed as the oracle reads the fields (dynamic tags and section flags as 64-bit values).
 mod k {
-    pub const PT_LOAD: u32 = 1;
-    pub const PT_DYNAMIC: u32 = 2;
-    pub const PT_INTERP: u32 = 3;
-    pub const PT_NOTE: u32 = 4;
-    pub const PT_PHDR: u32 = 6;
-    pub const PF_X: u32 = 1;
-    pub const PF_W: u32 = 2;
-    pub const SHT_SYMTAB: u32 = 2;
-    pub const SHT_STRTAB: u32 = 3;
-    pub const SHT_HASH: u32 = 5;
-    pub const SHT_DYNAMIC: u32 = 6;
-    pub const SHT_NOBITS: u32 = 8;
-    pub const SHT_DYNSYM: u32 = 11;
-    pub const SHT_GNU_HASH: u32 = 0x6fff_fff6;
-    pub const SHT_GNU_VERDEF: u32 = 0x6fff_fffd;
-    pub const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
-    pub const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
-    pub const SHF_ALLOC: u64 = 2;
-    pub const DT_NULL: u64 = 0;
-    pub const DT_NEEDED: u64 = 1;
-    pub const DT_HASH: u64 = 4;
-    pub const DT_STRTAB: u64 = 5;
-    pub const DT_SYMTAB: u64 = 6;
-    pub const DT_STRSZ: u64 = 10;
-    pub const DT_SYMENT: u64 = 11;
-    pub const DT_INIT: u64 = 12;
-    pub const DT_FINI: u64 = 13;
-    pub const DT_SONAME: u64 = 14;
-    pub const DT_RPATH: u64 = 15;
-    pub const DT_RUNPATH: u64 = 29;
-    pub const DT_GNU_HASH: u64 = 0x6fff_fef5;
-    pub const DT_VERSYM: u64 = 0x6fff_fff0;
-    pub const DT_VERDEF: u64 = 0x6fff_fffc;
-    pub const DT_VERDEFNUM: u64 = 0x6fff_fffd;
-    pub const DT_VERNEED: u64 = 0x6fff_fffe;
-    pub const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
-    pub const DT_CONFIG: u64 = 0x6fff_fefa;
-    pub const DT_DEPAUDIT: u64 = 0x6fff_fefb;
-    pub const DT_AUDIT: u64 = 0x6fff_fefc;
-    pub const DT_AUXILIARY: u64 = 0x7fff_fffd;
-    pub const DT_FILTER: u64 = 0x7fff_ffff;
-    pub const DT_MIPS_RLD_MAP_REL: u64 = 0x7000_0035;
-    pub const EM_S390: u16 = 22;
-    pub const EM_MIPS: u16 = 8;
+    use object::elf;
+
+    pub use elf::{
+        EM_MIPS, EM_S390, PF_W, PF_X, PT_DYNAMIC, PT_INTERP, PT_LOAD, PT_NOTE, PT_PHDR,
+        SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_HASH, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM,
+        SHT_HASH, SHT_NOBITS, SHT_STRTAB, SHT_SYMTAB,
+    };
+
+    pub const SHF_ALLOC: u64 = elf::SHF_ALLOC as u64;
+    pub const DT_NULL: u64 = elf::DT_NULL as u64;
+    pub const DT_NEEDED: u64 = elf::DT_NEEDED as u64;
+    pub const DT_HASH: u64 = elf::DT_HASH as u64;
+    pub const DT_STRTAB: u64 = elf::DT_STRTAB as u64;
+    pub const DT_SYMTAB: u64 = elf::DT_SYMTAB as u64;
+    pub const DT_STRSZ: u64 = elf::DT_STRSZ as u64;
+    pub const DT_SYMENT: u64 = elf::DT_SYMENT as u64;
+    pub const DT_INIT: u64 = elf::DT_INIT as u64;
+    pub const DT_FINI: u64 = elf::DT_FINI as u64;
+    pub const DT_SONAME: u64 = elf::DT_SONAME as u64;
+    pub const DT_RPATH: u64 = elf::DT_RPATH as u64;
+    pub const DT_RUNPATH: u64 = elf::DT_RUNPATH as u64;
+    pub const DT_GNU_HASH: u64 = elf::DT_GNU_HASH as u64;
+    pub const DT_VERSYM: u64 = elf::DT_VERSYM as u64;
+    pub const DT_VERDEF: u64 = elf::DT_VERDEF as u64;
+    pub const DT_VERDEFNUM: u64 = elf::DT_VERDEFNUM as u64;
+    pub const DT_VERNEED: u64 = elf::DT_VERNEED as u64;
+    pub const DT_VERNEEDNUM: u64 = elf::DT_VERNEEDNUM as u64;
+    pub const DT_CONFIG: u64 = elf::DT_CONFIG as u64;
+    pub const DT_DEPAUDIT: u64 = elf::DT_DEPAUDIT as u64;
+    pub const DT_AUDIT: u64 = elf::DT_AUDIT as u64;
+    pub const DT_AUXILIARY: u64 = elf::DT_AUXILIARY as u64;
+    pub const DT_FILTER: u64 = elf::DT_FILTER as u64;
+    pub const DT_MIPS_RLD_MAP_REL: u64 = elf::DT_MIPS_RLD_MAP_REL as u64;
 }
 
 /// Dynamic tags whose value is an offset into the dynamic string table.

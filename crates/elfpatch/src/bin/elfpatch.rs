@@ -142,15 +142,49 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
     Ok(Some(a))
 }
 
-fn exit_code(kind: ErrorKind) -> u8 {
-    match kind {
-        ErrorKind::Io => 1,
-        ErrorKind::NotElf => 3,
-        ErrorKind::Malformed => 4,
-        ErrorKind::Unsupported => 5,
-        ErrorKind::Refused => 6,
-        ErrorKind::WriteFailed => 7,
-        ErrorKind::InvalidRequest => 8,
+/// Why one file failed: elfpatch said so, or the file cannot answer a query.
+enum Failure {
+    Elf(elfpatch::Error),
+    /// `--print-interpreter` on a file without `PT_INTERP`.
+    NoInterpreter(PathBuf),
+}
+
+impl From<elfpatch::Error> for Failure {
+    fn from(e: elfpatch::Error) -> Self {
+        Failure::Elf(e)
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Elf(e) => write!(f, "{e}"),
+            Failure::NoInterpreter(path) => write!(
+                f,
+                "{}: has no PT_INTERP (it is most likely a shared library or statically linked)",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl Failure {
+    /// The exit status (see `USAGE`).
+    fn exit_code(&self) -> u8 {
+        let Failure::Elf(e) = self else {
+            return 8;
+        };
+        match e.kind() {
+            ErrorKind::Io => 1,
+            ErrorKind::NotElf => 3,
+            ErrorKind::Malformed => 4,
+            ErrorKind::Unsupported => 5,
+            ErrorKind::Refused => 6,
+            ErrorKind::Changed | ErrorKind::WriteFailed | ErrorKind::RollbackFailed => 7,
+            ErrorKind::InvalidRequest => 8,
+            // A kind a later elfpatch adds: a failure all the same.
+            _ => 1,
+        }
     }
 }
 
@@ -265,7 +299,7 @@ impl Args {
     }
 }
 
-fn process(a: &Args, path: &Path) -> Result<(), elfpatch::Error> {
+fn process(a: &Args, path: &Path) -> Result<(), Failure> {
     // One open and one parse per file: for reading and writing when the file will be edited in
     // place (an unwritable file is then reported before anything is printed or planned).
     let in_place = a.output.is_none() && a.edits_something();
@@ -280,14 +314,7 @@ fn process(a: &Args, path: &Path) -> Result<(), elfpatch::Error> {
     if a.print_interpreter {
         match e.interpreter() {
             Some(i) => line(&mut out, i),
-            None => {
-                return Err(elfpatch::Error::InvalidRequest {
-                    path: elfpatch::error::Location(path.to_path_buf()),
-                    what:
-                        "has no PT_INTERP (it is most likely a shared library or statically linked)"
-                            .into(),
-                })
-            }
+            None => return Err(Failure::NoInterpreter(path.to_path_buf())),
         }
     }
     let mut edits = Vec::new();
@@ -365,7 +392,7 @@ fn main() -> ExitCode {
             let _ = std::io::stdout().flush();
             eprintln!("elfpatch: {e}");
             if status == 0 {
-                status = exit_code(e.kind());
+                status = e.exit_code();
             }
         }
     }

@@ -18,20 +18,25 @@
 //!   `.dynstr`, version tables) into the new segment; only when none of that works does the table
 //!   itself move.
 
-mod build;
-mod layout;
+mod appended;
+mod builder;
+mod contents;
+mod edits;
+mod in_place;
+mod preflight;
 pub mod strings;
+mod tags;
+#[cfg(test)]
+mod testing;
 
 use object::elf;
 
 use crate::error::{Error, Result};
-use crate::format::{Dyn, Format, Phdr};
-use crate::read::{is_string_tag, Elf};
-use crate::refs::{Tables, VerneedEntry};
-use build::Builder;
-
-/// `DT_MIPS_RLD_MAP_REL`: holds an address relative to its own slot in `.dynamic`.
-pub const DT_MIPS_RLD_MAP_REL: u32 = 0x7000_0035;
+use crate::format::Format;
+use crate::read::Elf;
+use crate::refs::Region;
+use crate::refs::Tables;
+use builder::Builder;
 
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,109 +194,39 @@ impl Plan {
     pub fn is_empty(&self) -> bool {
         self.writes.is_empty() && self.symbol_fixups.is_empty() && self.new_len == self.old_len
     }
-
-    /// Applies the plan to a file held in memory (the same steps the file applier takes).
-    pub fn apply_to_vec(&self, bytes: &mut Vec<u8>, format: Format) -> Result<()> {
-        if bytes.len() as u64 != self.old_len {
-            return Err(Error::Changed {
-                path: Default::default(),
-                what: format!(
-                    "length is {} bytes, the plan was made for {}",
-                    bytes.len(),
-                    self.old_len
-                ),
-            });
-        }
-        let original = bytes.clone();
-        if self.new_len > self.old_len {
-            bytes.resize(self.new_len as usize, 0);
-        }
-        for w in &self.writes {
-            let (o, l) = (w.offset as usize, w.len as usize);
-            match &w.data {
-                Data::Bytes(b) => bytes[o..o + l].copy_from_slice(b),
-                Data::Copy(from) => {
-                    bytes[o..o + l].copy_from_slice(&original[*from as usize..*from as usize + l])
-                }
-                Data::Zero => bytes[o..o + l].fill(0),
-            }
-        }
-        for fx in &self.symbol_fixups {
-            let size = format.sym_size() as u64;
-            let range = fx
-                .count
-                .checked_mul(size)
-                .and_then(|n| fx.offset.checked_add(n))
-                .filter(|&end| end <= bytes.len() as u64)
-                .map(|end| fx.offset as usize..end as usize)
-                .ok_or_else(|| {
-                    Error::malformed(fx.offset, "symbol table to fix up lies outside the file")
-                })?;
-            let table = bytes[range].to_vec();
-            for (off, val) in symbol_fixup_writes(format, &table, &fx.moves) {
-                let at = (fx.offset + off) as usize;
-                bytes[at..at + val.len()].copy_from_slice(&val);
-            }
-        }
-        Ok(())
-    }
 }
 
 /// The symbol value writes for one symbol table: (offset within the table, new `st_value` bytes).
-pub fn symbol_fixup_writes(f: Format, table: &[u8], moves: &[SectionMove]) -> Vec<(u64, Vec<u8>)> {
-    let size = f.sym_size();
+pub fn symbol_fixup_writes(
+    format: Format,
+    table: &[u8],
+    moves: &[SectionMove],
+) -> Vec<(u64, Vec<u8>)> {
+    let size = format.sym_size();
     let mut out = Vec::new();
-    for (i, chunk) in table.chunks_exact(size).enumerate() {
-        let s = f.decode_sym(chunk);
-        let m = if s.st_shndx == elf::SHN_ABS {
+    for (i, entry) in table.chunks_exact(size).enumerate() {
+        let sym = format.decode_sym(entry);
+        let moved = if sym.st_shndx == elf::SHN_ABS {
             moves
                 .iter()
-                .find(|m| m.absolute_start && m.old_addr == s.st_value)
+                .find(|m| m.absolute_start && m.old_addr == sym.st_value)
         } else {
-            moves.iter().find(|m| m.shndx == s.st_shndx)
+            moves.iter().find(|m| m.shndx == sym.st_shndx)
         };
-        let Some(m) = m else {
+        let Some(moved) = moved else {
             continue;
         };
         // Only values that pointed into (or just past) the old section move.
-        if s.st_value < m.old_addr || s.st_value > m.old_addr + m.old_size {
+        if sym.st_value < moved.old_addr || sym.st_value > moved.old_addr + moved.old_size {
             continue;
         }
-        let v = s.st_value.wrapping_add(m.delta) & f.max_addr();
-        out.push(((i * size + f.sym_value_offset()) as u64, f.put_word(v)));
+        let value = sym.st_value.wrapping_add(moved.delta) & format.max_addr();
+        out.push((
+            (i * size + format.sym_value_offset()) as u64,
+            format.put_word(value),
+        ));
     }
     out
-}
-
-/// A string-valued or raw dynamic value while edits are applied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Val {
-    Raw(u64),
-    Old(u64),
-    New(Vec<u8>),
-}
-
-#[derive(Clone, Debug)]
-struct Entry {
-    tag: u64,
-    val: Val,
-    orig: Option<usize>,
-}
-
-/// Changes to the version need records.
-#[derive(Clone, Debug, Default)]
-struct VerneedEdits {
-    /// Entry index → new file name.
-    retarget: Vec<(usize, Vec<u8>)>,
-    /// Entry indices to drop.
-    remove: Vec<usize>,
-}
-
-fn check_name(s: &[u8], what: &str) -> Result<()> {
-    if s.contains(&0) {
-        return Err(Error::invalid(format!("{what} contains a NUL byte")));
-    }
-    Ok(())
 }
 
 /// `x` rounded up to a multiple of `a`, or `None` on overflow.
@@ -308,547 +243,82 @@ pub fn plan(elf: &Elf, tables: &Tables, edits: &[Edit], opts: &Options) -> Resul
     Planner::new(elf, tables, opts)?.run(edits)
 }
 
-/// Dynamic tags that name one table each (or its size): they must not appear with two values.
-const UNIQUE_TAGS: [u32; 13] = [
-    elf::DT_STRTAB,
-    elf::DT_STRSZ,
-    elf::DT_SYMTAB,
-    elf::DT_HASH,
-    elf::DT_GNU_HASH,
-    elf::DT_VERSYM,
-    elf::DT_VERNEED,
-    elf::DT_VERNEEDNUM,
-    elf::DT_VERDEF,
-    elf::DT_VERDEFNUM,
-    elf::DT_SYMENT,
-    elf::DT_SONAME,
-    elf::DT_MIPS_RLD_MAP_REL,
-];
-
-/// What an edit may write over in place or zero once it moved — the dynamic tables, the
-/// interpreter path, the dynamic array — must share no byte with the headers or with each other:
-/// editing one would change another, and garbage offsets (a `PT_INTERP` at offset 0, a second
-/// `DT_STRTAB` pointing into the ELF header) would have an edit zero the ELF header.
-fn check_no_overlaps(elf: &Elf, tables: &[crate::refs::Region]) -> Result<()> {
-    #[derive(PartialEq)]
-    enum Kind {
-        Table,
-        Editable,
-        Header,
-    }
-    let f = elf.format;
-    let mut areas: Vec<(String, u64, u64, Kind)> = tables
-        .iter()
-        .map(|r| {
-            let what = format!(
-                "a dynamic table ({:#x}+{:#x} in the file)",
-                r.offset, r.size
-            );
-            (what, r.offset, r.size, Kind::Table)
-        })
-        .collect();
-    if let Some(i) = &elf.interp {
-        let what = "the interpreter path (PT_INTERP)".to_string();
-        areas.push((what, i.offset, i.capacity, Kind::Editable));
-    }
-    if let Some(d) = &elf.dynamic {
-        let len = (d.capacity() * f.dyn_size()) as u64;
-        areas.push((
-            "the dynamic array (PT_DYNAMIC)".into(),
-            d.offset,
-            len,
-            Kind::Editable,
-        ));
-    }
-    let ehdr = u64::from(elf.header.e_ehsize).max(f.ehdr_size() as u64);
-    areas.push(("the ELF header".into(), 0, ehdr, Kind::Header));
-    let phdrs = (elf.phdrs.len() * f.phdr_size()) as u64;
-    areas.push((
-        "the program header table".into(),
-        elf.header.e_phoff,
-        phdrs,
-        Kind::Header,
-    ));
-    if elf.header.e_shoff != 0 {
-        let shdrs = (elf.sections.len() * f.shdr_size()) as u64;
-        areas.push((
-            "the section header table".into(),
-            elf.header.e_shoff,
-            shdrs,
-            Kind::Header,
-        ));
-    }
-    for (k, (what, start, len, kind)) in areas.iter().enumerate() {
-        for (other, ostart, olen, okind) in &areas[k + 1..] {
-            let overlap = *len > 0
-                && *olen > 0
-                && *start < ostart.saturating_add(*olen)
-                && *ostart < start.saturating_add(*len);
-            if !overlap || *kind == Kind::Header {
-                continue;
-            }
-            if *kind == Kind::Table && *okind == Kind::Table {
-                return Err(Error::refused(format!(
-                    "the dynamic tables at {start:#x}+{len:#x} and {ostart:#x}+{olen:#x} overlap"
-                )));
-            }
-            return Err(Error::malformed(*start, format!("{what} overlaps {other}")));
-        }
-    }
-    Ok(())
-}
-
+/// The input of one plan: the parsed file, the tables that refer to its strings, the options.
 struct Planner<'a> {
     elf: &'a Elf,
-    t: &'a Tables,
+    tables: &'a Tables,
     opts: &'a Options,
-    f: Format,
+    format: Format,
 }
 
 impl<'a> Planner<'a> {
-    fn new(elf: &'a Elf, t: &'a Tables, opts: &'a Options) -> Result<Self> {
-        // Editing assumes the loader's view is sane: loadable segments sorted and disjoint,
-        // every section inside the file (usable alignments: see `choose_layout`).
-        for x in &elf.sections {
-            let sh = x.shdr;
-            let in_file = sh
-                .sh_offset
-                .checked_add(sh.sh_size)
-                .is_some_and(|end| end <= elf.file_len);
-            let in_space = !sh.is_alloc()
-                || sh
-                    .sh_addr
-                    .checked_add(sh.sh_size)
-                    .is_some_and(|end| end <= elf.format.max_addr().saturating_add(1));
-            if sh.sh_type == elf::SHT_DYNSYM
-                && sh.sh_entsize != 0
-                && sh.sh_entsize != elf.format.sym_size() as u64
-            {
-                return Err(Error::refused(format!(
-                    "section {} has entry size {}, not the {} bytes of a symbol: the headers disagree",
-                    String::from_utf8_lossy(&x.name),
-                    sh.sh_entsize,
-                    elf.format.sym_size()
-                )));
-            }
-            if (sh.has_file_bytes() && !in_file) || !in_space {
-                return Err(Error::refused(format!(
-                    "section {} ({:#x}+{:#x}) lies outside the file or the address space",
-                    String::from_utf8_lossy(&x.name),
-                    sh.sh_offset,
-                    sh.sh_size
-                )));
-            }
-        }
-        // gABI: PT_PHDR "may not occur more than once in a file"; an edit that grows the table
-        // rewrites it, and a second one would be made to describe the table at its own offset.
-        if elf
-            .phdrs
-            .iter()
-            .filter(|p| p.p_type == elf::PT_PHDR)
-            .count()
-            > 1
-        {
-            return Err(Error::malformed(
-                elf.header.e_phoff,
-                "more than one PT_PHDR",
-            ));
-        }
-        let loads: Vec<&Phdr> = elf.loads().collect();
-        for (i, a) in loads.iter().enumerate() {
-            for b in &loads[i + 1..] {
-                if b.p_vaddr < a.p_vaddr {
-                    return Err(Error::refused(format!(
-                        "PT_LOAD at {:#x} follows one at {:#x}: segments are not sorted by address",
-                        b.p_vaddr, a.p_vaddr
-                    )));
-                }
-                if a.p_memsz > 0
-                    && b.p_memsz > 0
-                    && a.p_vaddr < b.vaddr_end()
-                    && b.p_vaddr < a.vaddr_end()
-                {
-                    return Err(Error::refused(format!(
-                        "PT_LOADs at {:#x} and {:#x} overlap in memory",
-                        a.p_vaddr, b.p_vaddr
-                    )));
-                }
-            }
-        }
+    fn new(elf: &'a Elf, tables: &'a Tables, opts: &'a Options) -> Result<Self> {
         let planner = Planner {
             elf,
-            t,
+            tables,
             opts,
-            f: elf.format,
+            format: elf.format,
         };
-        // One value per table pointer: glibc keeps the last of several entries, this reader the
-        // first, so with two different values nobody can say which table an edit must change.
-        if let Some(d) = &elf.dynamic {
-            // Symbols are as large as the class says; glibc asserts it, and a table moved with
-            // another entry size would be read differently by other readers.
-            if let Some(n) = d.get(elf::DT_SYMENT) {
-                if n != elf.format.sym_size() as u64 {
-                    return Err(Error::malformed(
-                        d.offset,
-                        format!(
-                            "DT_SYMENT is {n}, not the {} bytes of a symbol",
-                            elf.format.sym_size()
-                        ),
-                    ));
-                }
-            }
-            for tag in UNIQUE_TAGS {
-                let mut values = d.entries().iter().filter(|x| x.tag == u64::from(tag));
-                if let Some(first) = values.next() {
-                    if let Some(other) = values.find(|x| x.val != first.val) {
-                        return Err(Error::malformed(
-                            d.offset,
-                            format!(
-                                "dynamic tag {tag:#x} appears with two values ({:#x} and {:#x}): \
-                                 which one the loader uses depends on the loader",
-                                first.val, other.val
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        check_no_overlaps(elf, &planner.dynamic_regions())?;
+        planner.preflight()?;
         Ok(planner)
     }
 
     fn run(&self, edits: &[Edit]) -> Result<Plan> {
-        let e = self.elf;
+        let elf = self.elf;
         let unchanged = Plan {
             writes: Vec::new(),
-            old_len: e.file_len,
-            new_len: e.file_len,
+            old_len: elf.file_len,
+            new_len: elf.file_len,
             symbol_fixups: Vec::new(),
             layout: Layout::Unchanged,
         };
         if edits.is_empty() {
             return Ok(unchanged);
         }
-        if e.e_type() != elf::ET_EXEC && e.e_type() != elf::ET_DYN {
+        let e_type = elf.e_type();
+        if e_type != object::elf::ET_EXEC && e_type != object::elf::ET_DYN {
             return Err(Error::unsupported(format!(
-                "e_type {} is not an executable or shared object",
-                e.e_type()
+                "e_type {e_type} is not an executable or shared object"
             )));
         }
 
         // 1. What the dynamic array, version records and interpreter should say.
-        let (entries, vn, interp) = self.apply_edits(edits)?;
-        let dyn_changed = self.dynamic_changed(&entries);
-        let interp_changed = interp
+        let mut desired = self.desired(edits)?;
+        let dynamic_changed = self.dynamic_changed(&desired.entries);
+        let interp_changed = desired
+            .interp
             .as_ref()
-            .is_some_and(|p| Some(p.as_slice()) != e.interpreter());
-        if !dyn_changed && vn.retarget.is_empty() && vn.remove.is_empty() && !interp_changed {
+            .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
+        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed {
             return Ok(unchanged);
         }
-        if dyn_changed || !vn.retarget.is_empty() || !vn.remove.is_empty() {
+        if dynamic_changed || !desired.verneed.is_empty() {
             self.check_dynamic_editable()?;
         }
-        Builder::new(
-            self,
-            entries,
-            vn,
-            if interp_changed { interp } else { None },
-        )
-        .build()
-    }
-
-    fn string(&self, off: u64) -> &'a [u8] {
-        self.elf
-            .strtab
-            .as_ref()
-            .and_then(|s| s.get(off))
-            .unwrap_or(b"")
-    }
-
-    fn apply_edits(&self, edits: &[Edit]) -> Result<(Vec<Entry>, VerneedEdits, Option<Vec<u8>>)> {
-        let e = self.elf;
-        let mut entries: Vec<Entry> = match &e.dynamic {
-            Some(d) => d
-                .entries()
-                .iter()
-                .enumerate()
-                .map(|(i, x)| Entry {
-                    tag: x.tag,
-                    val: if is_string_tag(x.tag) {
-                        Val::Old(x.val)
-                    } else {
-                        Val::Raw(x.val)
-                    },
-                    orig: Some(i),
-                })
-                .collect(),
-            None => Vec::new(),
-        };
-        let mut vn = VerneedEdits::default();
-        let mut interp: Option<Vec<u8>> = None;
-        let verneed: &[VerneedEntry] = self
-            .t
-            .verneed
-            .as_ref()
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[]);
-
-        let value_of = |v: &Val| -> Vec<u8> {
-            match v {
-                Val::Old(o) => self.string(*o).to_vec(),
-                Val::New(s) => s.clone(),
-                Val::Raw(_) => Vec::new(),
-            }
-        };
-        let set = |entries: &mut Vec<Entry>, tag: u32, s: &[u8]| {
-            let tag = u64::from(tag);
-            let mut found = false;
-            for x in entries.iter_mut().filter(|x| x.tag == tag) {
-                found = true;
-                if value_of(&x.val) != s {
-                    x.val = Val::New(s.to_vec());
-                }
-            }
-            if !found {
-                entries.insert(
-                    0,
-                    Entry {
-                        tag,
-                        val: Val::New(s.to_vec()),
-                        orig: None,
-                    },
-                );
-            }
-        };
-
-        for edit in edits {
-            if !matches!(edit, Edit::SetInterpreter(_)) && e.dynamic.is_none() {
-                return Err(Error::unsupported(
-                    "the file has no dynamic section (PT_DYNAMIC)",
-                ));
-            }
-            match edit {
-                Edit::SetRunpath(s) => {
-                    check_name(s, "RUNPATH")?;
-                    set(&mut entries, elf::DT_RUNPATH, s);
-                }
-                Edit::SetRpath(s) => {
-                    check_name(s, "RPATH")?;
-                    set(&mut entries, elf::DT_RPATH, s);
-                }
-                Edit::RemoveRunpath => entries.retain(|x| x.tag != u64::from(elf::DT_RUNPATH)),
-                Edit::RemoveRpath => entries.retain(|x| x.tag != u64::from(elf::DT_RPATH)),
-                Edit::RpathToRunpath => {
-                    if entries.iter().any(|x| x.tag == u64::from(elf::DT_RUNPATH)) {
-                        entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
-                    } else {
-                        for x in entries
-                            .iter_mut()
-                            .filter(|x| x.tag == u64::from(elf::DT_RPATH))
-                        {
-                            x.tag = u64::from(elf::DT_RUNPATH);
-                        }
-                    }
-                }
-                Edit::RunpathToRpath => {
-                    if entries.iter().any(|x| x.tag == u64::from(elf::DT_RUNPATH)) {
-                        entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
-                        for x in entries
-                            .iter_mut()
-                            .filter(|x| x.tag == u64::from(elf::DT_RUNPATH))
-                        {
-                            x.tag = u64::from(elf::DT_RPATH);
-                        }
-                    }
-                }
-                Edit::AddNeeded(s) => {
-                    check_name(s, "NEEDED name")?;
-                    if s.is_empty() {
-                        return Err(Error::invalid("empty NEEDED name"));
-                    }
-                    let present = entries
-                        .iter()
-                        .any(|x| x.tag == u64::from(elf::DT_NEEDED) && value_of(&x.val) == *s);
-                    if !present {
-                        // After the NEEDED entries this plan added, before everything else.
-                        let at = entries
-                            .iter()
-                            .rposition(|x| x.orig.is_none() && x.tag == u64::from(elf::DT_NEEDED))
-                            .map_or(0, |i| i + 1);
-                        entries.insert(
-                            at,
-                            Entry {
-                                tag: u64::from(elf::DT_NEEDED),
-                                val: Val::New(s.clone()),
-                                orig: None,
-                            },
-                        );
-                    }
-                }
-                Edit::RemoveNeeded(s) => {
-                    entries.retain(|x| {
-                        !(x.tag == u64::from(elf::DT_NEEDED) && value_of(&x.val) == *s)
-                    });
-                    for (i, n) in verneed.iter().enumerate() {
-                        let current = vn
-                            .retarget
-                            .iter()
-                            .rev()
-                            .find(|(j, _)| *j == i)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_else(|| self.string(u64::from(n.file)).to_vec());
-                        if current == *s && !vn.remove.contains(&i) {
-                            vn.remove.push(i);
-                        }
-                    }
-                }
-                Edit::ReplaceNeeded { old, new } => {
-                    check_name(new, "NEEDED name")?;
-                    if new.is_empty() {
-                        return Err(Error::invalid("empty NEEDED name"));
-                    }
-                    for x in entries
-                        .iter_mut()
-                        .filter(|x| x.tag == u64::from(elf::DT_NEEDED))
-                    {
-                        if value_of(&x.val) == *old && old != new {
-                            x.val = if x.orig.is_some_and(|i| self.orig_string(i) == *new) {
-                                Val::Old(self.orig_val(x.orig.unwrap_or(0)))
-                            } else {
-                                Val::New(new.clone())
-                            };
-                        }
-                    }
-                    for (i, n) in verneed.iter().enumerate() {
-                        if vn.remove.contains(&i) {
-                            continue;
-                        }
-                        let current = vn
-                            .retarget
-                            .iter()
-                            .rev()
-                            .find(|(j, _)| *j == i)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_else(|| self.string(u64::from(n.file)).to_vec());
-                        if current == *old && old != new {
-                            vn.retarget.retain(|(j, _)| *j != i);
-                            if self.string(u64::from(n.file)) != new.as_slice() {
-                                vn.retarget.push((i, new.clone()));
-                            }
-                        }
-                    }
-                }
-                Edit::SetSoname(s) => {
-                    check_name(s, "SONAME")?;
-                    set(&mut entries, elf::DT_SONAME, s);
-                }
-                Edit::SetInterpreter(s) => {
-                    check_name(s, "interpreter")?;
-                    if e.interp.is_none() {
-                        return Err(Error::unsupported("the file has no PT_INTERP to set"));
-                    }
-                    if s.is_empty() {
-                        return Err(Error::invalid("empty interpreter path"));
-                    }
-                    interp = Some(s.clone());
-                }
-            }
+        if !interp_changed {
+            desired.interp = None;
         }
-        // A value set back to what it was is not a change.
-        for x in entries.iter_mut() {
-            if let (Val::New(s), Some(i)) = (&x.val, x.orig) {
-                if self.orig_string(i) == *s && is_string_tag(self.orig_tag(i)) {
-                    x.val = Val::Old(self.orig_val(i));
-                }
-            }
-        }
-        // A run path or SONAME removed and set again to the same value in one plan is the original
-        // entry, where it was (their position means nothing; NEEDED order does, so not those).
-        let d_len = e.dynamic.as_ref().map_or(0, |d| d.len);
-        for i in 0..d_len {
-            let tag = self.orig_tag(i);
-            let movable = [elf::DT_RUNPATH, elf::DT_RPATH, elf::DT_SONAME]
-                .iter()
-                .any(|&t| u64::from(t) == tag);
-            if !movable || entries.iter().any(|x| x.orig == Some(i)) {
-                continue;
-            }
-            let same = |x: &Entry| {
-                x.orig.is_none()
-                    && x.tag == tag
-                    && matches!(&x.val, Val::New(v) if *v == self.orig_string(i))
-            };
-            if let Some(j) = entries.iter().position(same) {
-                entries.remove(j);
-                let at = entries
-                    .iter()
-                    .position(|x| x.orig.is_some_and(|o| o > i))
-                    .unwrap_or(entries.len());
-                entries.insert(
-                    at,
-                    Entry {
-                        tag,
-                        val: Val::Old(self.orig_val(i)),
-                        orig: Some(i),
-                    },
-                );
-            }
-        }
-        vn.retarget.retain(|(i, _)| !vn.remove.contains(i));
-        Ok((entries, vn, interp))
+        // 2. Where the new contents go, and the writes that put them there.
+        Builder::new(self, desired).build()
     }
 
-    fn orig(&self, i: usize) -> Dyn {
-        self.elf
-            .dynamic
-            .as_ref()
-            .map(|d| d.entries()[i])
-            .unwrap_or(Dyn { tag: 0, val: 0 })
-    }
-    fn orig_tag(&self, i: usize) -> u64 {
-        self.orig(i).tag
-    }
-    fn orig_val(&self, i: usize) -> u64 {
-        self.orig(i).val
-    }
-    fn orig_string(&self, i: usize) -> Vec<u8> {
-        if is_string_tag(self.orig_tag(i)) {
-            self.string(self.orig_val(i)).to_vec()
-        } else {
-            Vec::new()
+    /// The tables `.dynamic` points to, with their extents.
+    fn dynamic_regions(&self) -> Vec<Region> {
+        let mut out = Vec::new();
+        if let Some(strtab) = &self.elf.strtab {
+            out.push(Region {
+                offset: strtab.offset,
+                vaddr: strtab.vaddr,
+                size: strtab.bytes.len() as u64,
+            });
         }
-    }
-
-    fn dynamic_changed(&self, entries: &[Entry]) -> bool {
-        let Some(d) = &self.elf.dynamic else {
-            return false;
-        };
-        entries.len() != d.len
-            || entries.iter().enumerate().any(|(i, x)| {
-                x.orig != Some(i)
-                    || x.tag != d.entries()[i].tag
-                    || !matches!(x.val, Val::Raw(v) | Val::Old(v) if v == d.entries()[i].val)
-            })
-    }
-
-    fn check_dynamic_editable(&self) -> Result<()> {
-        let e = self.elf;
-        let d = e
-            .dynamic
-            .as_ref()
-            .ok_or_else(|| Error::unsupported("the file has no dynamic section"))?;
-        let size = (d.capacity() * self.f.dyn_size()) as u64;
-        if e.vaddr_to_offset(d.vaddr, size) != Some(d.offset) {
-            return Err(Error::refused(format!(
-                "PT_DYNAMIC (offset {:#x}, address {:#x}) is not mapped by a PT_LOAD at the same place",
-                d.offset, d.vaddr
-            )));
-        }
-        if e.strtab.is_none() {
-            return Err(Error::unsupported(
-                "the dynamic section has no string table (DT_STRTAB)",
-            ));
-        }
-        Ok(())
+        let tables = self.tables;
+        out.extend(tables.dynsym.as_ref().map(|s| s.region));
+        out.extend(tables.hash);
+        out.extend(tables.gnu_hash);
+        out.extend(tables.versym.as_ref().map(|(r, _)| *r));
+        out.extend(tables.verneed.as_ref().map(|(r, _)| *r));
+        out.extend(tables.verdef.as_ref().map(|(r, _)| *r));
+        out
     }
 }

@@ -113,10 +113,10 @@ pub fn subtract(a: &[Range], b: &[Range]) -> Vec<Range> {
     out
 }
 
-fn contains(cover: &[Range], s: u64, e: u64) -> bool {
+fn contains(cover: &[Range], start: u64, end: u64) -> bool {
     // cover is sorted and merged: a range is covered iff one span holds it whole.
-    let i = cover.partition_point(|r| r.1 < e);
-    cover.get(i).is_some_and(|r| r.0 <= s && e <= r.1)
+    let first = cover.partition_point(|r| r.1 < end);
+    cover.get(first).is_some_and(|r| r.0 <= start && end <= r.1)
 }
 
 /// Places `requests` in `table`.
@@ -144,15 +144,15 @@ pub fn allocate(
     let mut placements = vec![Placement::Existing(0); requests.len()];
     let mut pending = Vec::new();
     // First: reuse strings already present in bytes that stay referenced (free, and what linkers do).
-    for (i, r) in requests.iter().enumerate() {
-        let n = r.bytes.len() as u64;
-        let found = nul_positions.iter().find(|&&p| {
-            p >= n
-                && &table[(p - n) as usize..p as usize] == r.bytes.as_slice()
-                && contains(&cov_after, p - n, p + 1)
+    for (i, request) in requests.iter().enumerate() {
+        let size = request.bytes.len() as u64;
+        let found = nul_positions.iter().find(|&&nul| {
+            nul >= size
+                && &table[(nul - size) as usize..nul as usize] == request.bytes.as_slice()
+                && contains(&cov_after, nul - size, nul + 1)
         });
         match found {
-            Some(&p) => placements[i] = Placement::Existing(p - n),
+            Some(&nul) => placements[i] = Placement::Existing(nul - size),
             None => pending.push(i),
         }
     }
@@ -168,9 +168,9 @@ pub fn allocate(
         Vec::new()
     };
     for &i in &pending {
-        let r = &requests[i];
-        let need = r.bytes.len() as u64 + 1;
-        let at = r
+        let request = &requests[i];
+        let need = request.bytes.len() as u64 + 1;
+        let at = request
             .replaces
             .filter(|&o| free.iter().any(|&(s, e)| s <= o && o + need <= e))
             .or_else(|| {
@@ -181,10 +181,10 @@ pub fn allocate(
             });
         match at {
             Some(o) => {
-                let mut bytes = r.bytes.clone();
+                let mut bytes = request.bytes.clone();
                 bytes.push(0);
                 // Over the string it replaces: zero its tail in the same write.
-                if r.replaces == Some(o) {
+                if request.replaces == Some(o) {
                     let old_end = table[o as usize..]
                         .iter()
                         .position(|&b| b == 0)
@@ -206,7 +206,7 @@ pub fn allocate(
             }
             None => {
                 let off = len + appended.len() as u64;
-                appended.extend_from_slice(&r.bytes);
+                appended.extend_from_slice(&request.bytes);
                 appended.push(0);
                 placements[i] = Placement::Appended(off);
             }

@@ -1,0 +1,249 @@
+//! The appended edit's new headers: the program headers that describe the segment and what moved
+//! into it, the ELF header that points at them, and the writable flag a segment loses when
+//! `.dynamic` leaves it holding only tables a loader reads.
+
+use object::elf;
+
+use super::{AppendedSegment, ItemKind, Mode, Room};
+use crate::error::{Error, Result};
+use crate::format::{Dyn, Header, Phdr, Shdr};
+use crate::plan::builder::Builder;
+use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type};
+use crate::read::{Dynamic, Elf};
+
+/// The ELF header and program headers after the edit.
+pub(super) struct NewHeaders {
+    pub(super) header: Header,
+    pub(super) phdrs: Vec<Phdr>,
+}
+
+impl Builder<'_, '_> {
+    /// Phase 3: the new program headers and file header.
+    pub(super) fn program_headers(&self, segment: &AppendedSegment) -> Result<NewHeaders> {
+        let elf = self.planner.elf;
+        let format = self.planner.format;
+        let dynamic = elf.dynamic.as_ref();
+        let mut phdrs = elf.phdrs.clone();
+        if let Some(moved) = segment.moved {
+            for p in phdrs.iter_mut() {
+                let inside = p.p_filesz > 0
+                    && segment.in_block(p.p_offset)
+                    && p.offset_end() <= moved.block.end;
+                if p.p_type != elf::PT_LOAD && p.p_type != elf::PT_PHDR && inside {
+                    p.p_offset = segment.translate(p.p_offset);
+                    p.p_vaddr = segment.relocate(p.p_vaddr);
+                    p.p_paddr = segment.relocate(p.p_paddr);
+                }
+            }
+        }
+        if let (Some(interp), Some(item)) = (elf.interp.as_ref(), segment.item(ItemKind::Interp)) {
+            let p = &mut phdrs[interp.phdr_index];
+            (p.p_offset, p.p_vaddr, p.p_paddr, p.p_filesz, p.p_memsz) =
+                (item.offset, item.vaddr, item.vaddr, item.size, item.size);
+        }
+        if let (Some(dynamic), Some(item)) = (dynamic, segment.item(ItemKind::Dynamic)) {
+            let p = &mut phdrs[dynamic.phdr_index];
+            let shift = p.p_paddr.wrapping_sub(p.p_vaddr);
+            (p.p_offset, p.p_vaddr, p.p_filesz, p.p_memsz) =
+                (item.offset, item.vaddr, item.size, item.size);
+            p.p_paddr = item.vaddr.wrapping_add(shift);
+        }
+        // Writable when it holds .dynamic, as the segment it came from was (the loader writes
+        // DT_DEBUG there). MIPS keeps .dynamic read-only (its loader writes through
+        // DT_MIPS_RLD_MAP instead), and so does the new segment when PT_DYNAMIC says so, even
+        // if an earlier editor put .dynamic into a writable segment.
+        let mips_read_only_dynamic = elf.machine() == elf::EM_MIPS
+            && dynamic.is_some_and(|d| elf.phdrs[d.phdr_index].p_flags & elf::PF_W == 0);
+        let writable = segment.item(ItemKind::Dynamic).is_some()
+            && !mips_read_only_dynamic
+            && dynamic.is_some_and(|d| {
+                elf.loads()
+                    .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
+            });
+        let mut header = elf.header.clone();
+        if elf.section_headers_unusable() {
+            // A table nobody could read: once data is appended where it may claim to be, tools
+            // would read that data as section headers. The file has none.
+            (header.e_shoff, header.e_shnum, header.e_shstrndx) = (0, 0, 0);
+        }
+        let placed = segment.placed;
+        match segment.site.mode {
+            Mode::Extend(i) => {
+                let p = &mut phdrs[i];
+                p.p_filesz = placed.end_offset - p.p_offset;
+                p.p_memsz = p.p_filesz;
+                if writable {
+                    p.p_flags |= elf::PF_W;
+                }
+            }
+            Mode::New(room) => {
+                let size = placed.end_offset - placed.offset;
+                let new_load = Phdr {
+                    p_type: elf::PT_LOAD,
+                    p_flags: elf::PF_R | if writable { elf::PF_W } else { 0 },
+                    p_offset: placed.offset,
+                    p_vaddr: placed.vaddr,
+                    p_paddr: placed.vaddr,
+                    p_filesz: size,
+                    p_memsz: size,
+                    p_align: placed.align,
+                };
+                if let Room::NullSlot(i) = room {
+                    phdrs.remove(i);
+                }
+                let at = phdrs
+                    .iter()
+                    .rposition(|p| p.p_type == elf::PT_LOAD)
+                    .map_or(phdrs.len(), |i| i + 1);
+                phdrs.insert(at, new_load);
+                let table_size = (phdrs.len() * format.phdr_size()) as u64;
+                let table = segment.item(ItemKind::PhdrTable);
+                for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {
+                    if let Some(item) = table {
+                        (p.p_offset, p.p_vaddr, p.p_paddr) = (item.offset, item.vaddr, item.vaddr);
+                    }
+                    (p.p_filesz, p.p_memsz) = (table_size, table_size);
+                }
+                if let Some(item) = table {
+                    header.e_phoff = item.offset;
+                }
+                header.e_phnum = phdrs.len() as u16;
+            }
+        }
+
+        // What we write must be something we would read back: no segment may wrap.
+        for p in &phdrs {
+            if p.p_vaddr
+                .checked_add(p.p_memsz)
+                .is_none_or(|end| end > format.max_addr().saturating_add(1))
+            {
+                return Err(Error::refused(format!(
+                    "the segment of type {:#x} at {:#x} would wrap the address space once moved",
+                    p.p_type, p.p_vaddr
+                )));
+            }
+        }
+        Ok(NewHeaders { header, phdrs })
+    }
+}
+
+/// A range of addresses the loader writes into: it must stay in a writable segment.
+#[derive(Clone, Copy)]
+struct LoaderWrite {
+    addr: u64,
+    len: u64,
+}
+
+/// Drops `PF_W` from the writable `PT_LOAD` that held `.dynamic` when, once `.dynamic` moved on,
+/// it holds nothing the process may write. Files an editor already grew have such segments:
+/// writable only because `.dynamic` was moved into them next to `.dynstr`, `.interp` or notes
+/// (patchelf's appended segment in auditwheel'd Python wheels, or ours after `strip` put the
+/// section headers behind it), and a writable segment without writable sections is what
+/// eu-elflint reports. A segment the process writes into must stay writable, so this only
+/// happens when all of these hold, and the segment is left as it is otherwise:
+/// - section headers describe the old `.dynamic` (so they can be trusted to describe the rest),
+///   and every allocated section left in the segment is one of the read-only tables a loader
+///   only reads (notes, `.interp`, string, symbol, hash and version tables);
+/// - the new `.dynamic` (at `new_dynamic`) is elsewhere, and no address in the final dynamic
+///   array other than those tables' points into the segment (`DT_PLTGOT`, init arrays,
+///   relocation tables, `DT_DEBUG`-style pointers keep it writable);
+/// - on MIPS, whose loader writes through `DT_MIPS_RLD_MAP(_REL)` and into the GOT, neither
+///   lies in the segment: the GOT from `DT_PLTGOT` over `DT_MIPS_LOCAL_GOTNO + DT_MIPS_SYMTABNO -
+///   DT_MIPS_GOTSYM` words (all three tags present), the debug map where `DT_MIPS_RLD_MAP` or
+///   `DT_MIPS_RLD_MAP_REL` (from its slot in the new array) puts it. patchelf's appended segment
+///   in a grown MIPS library holds neither.
+pub(super) fn read_only_if_emptied(
+    elf: &Elf,
+    phdrs: &mut [Phdr],
+    shdrs: &[Shdr],
+    old: &Dynamic,
+    new_dynamic: u64,
+    final_dynamic: &[Dyn],
+) {
+    if old.section.is_none() {
+        return;
+    }
+    let loader_writes = if elf.machine() == elf::EM_MIPS {
+        // A MIPS file whose GOT cannot be told keeps every segment as it is.
+        match mips_loader_writes(elf, new_dynamic, final_dynamic) {
+            Some(writes) => writes,
+            None => return,
+        }
+    } else {
+        Vec::new()
+    };
+    let read_only_table = |i: usize, sh: &Shdr| {
+        sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
+            && (is_read_only_table_type(sh.sh_type)
+                || sh.sh_type == elf::SHT_STRTAB
+                || (sh.sh_type == elf::SHT_PROGBITS
+                    && elf.sections.get(i).is_some_and(|x| x.name == b".interp")))
+    };
+    for p in phdrs.iter_mut() {
+        if p.p_type != elf::PT_LOAD
+            || p.p_flags & elf::PF_W == 0
+            || !p.contains_offset(old.offset, 1)
+        {
+            continue;
+        }
+        let (lo, hi) = (p.p_vaddr, p.p_vaddr.saturating_add(p.p_memsz));
+        let inside = |a: u64| a >= lo && a < hi;
+        if inside(new_dynamic) {
+            continue;
+        }
+        let sections_read_only = shdrs.iter().enumerate().all(|(i, sh)| {
+            let overlaps = sh.sh_addr < hi && lo < sh.sh_addr.saturating_add(sh.sh_size.max(1));
+            !sh.is_alloc() || !overlaps || read_only_table(i, sh)
+        });
+        let pointed_at = final_dynamic
+            .iter()
+            .any(|x| is_fixed_address_tag(x.tag) && inside(x.val));
+        let loader_written = loader_writes
+            .iter()
+            .any(|w| w.addr < hi && lo < w.addr.saturating_add(w.len.max(1)));
+        if sections_read_only && !pointed_at && !loader_written {
+            p.p_flags &= !elf::PF_W;
+        }
+    }
+}
+
+/// What the MIPS loader writes: the GOT, and the debug map `DT_MIPS_RLD_MAP(_REL)` points at.
+/// `None` when the GOT's extent cannot be told.
+fn mips_loader_writes(
+    elf: &Elf,
+    new_dynamic: u64,
+    final_dynamic: &[Dyn],
+) -> Option<Vec<LoaderWrite>> {
+    let format = elf.format;
+    let word = format.word_size();
+    let get = |tag: u32| {
+        final_dynamic
+            .iter()
+            .find(|x| x.tag == u64::from(tag))
+            .map(|x| x.val)
+    };
+    let got = match (
+        get(elf::DT_PLTGOT),
+        get(elf::DT_MIPS_LOCAL_GOTNO),
+        get(elf::DT_MIPS_SYMTABNO),
+        get(elf::DT_MIPS_GOTSYM),
+    ) {
+        (Some(addr), Some(local), Some(symtabno), Some(gotsym)) => local
+            .checked_add(symtabno.saturating_sub(gotsym))
+            .and_then(|n| n.checked_mul(word))
+            .map(|len| LoaderWrite { addr, len }),
+        _ => None,
+    }?;
+    let mut writes = vec![got];
+    if let Some(addr) = get(elf::DT_MIPS_RLD_MAP) {
+        writes.push(LoaderWrite { addr, len: word });
+    }
+    for (i, x) in final_dynamic.iter().enumerate() {
+        if x.tag == u64::from(elf::DT_MIPS_RLD_MAP_REL) {
+            let slot = new_dynamic.wrapping_add((i * format.dyn_size()) as u64);
+            let addr = slot.wrapping_add(x.val) & format.max_addr();
+            writes.push(LoaderWrite { addr, len: word });
+        }
+    }
+    Some(writes)
+}

@@ -1,0 +1,561 @@
+//! The appended edit (copy-on-write): whatever does not fit where it is goes, modified, into a
+//! segment at the end of the file and of the address space, and one write of the program headers
+//! switches the file over. Interrupted before that write, the file is the old one; after it, the
+//! new one.
+//!
+//! In named phases, each a function below:
+//! 1. [`lay_out`](Builder::lay_out): where the segment goes (`site.rs`: the last `PT_LOAD`
+//!    extended, or a new one with room for its program header, `room.rs`), what moves into it
+//!    ([`Selection`]) and where each item lands;
+//! 2. [`stage`](Builder::stage): the segment's bytes, written where nothing points yet;
+//! 3. [`program_headers`](Builder::program_headers) (`headers.rs`): the new ELF header and
+//!    program headers;
+//! 4. [`move_sections`](Builder::move_sections): section headers follow what moved, symbols
+//!    follow the sections;
+//! 5. [`commit`](Builder::commit): the one write of the headers that switches the file;
+//! 6. [`cleanup`](Builder::cleanup): section headers, then the bytes nothing refers to any more,
+//!    zeroed.
+
+mod headers;
+mod room;
+mod site;
+
+use room::{Block, Room};
+use site::{Item, ItemKind, Mode, Placed, Site};
+
+use object::elf;
+
+use super::builder::{Builder, ELF_AND_PROGRAM_HEADERS, ELF_HEADER};
+use super::contents::{
+    encode_dynamic, pad, section_at, strtab_or_empty, NewStrings, NewVersions, TableAddresses,
+};
+use super::strings::{self, Range};
+use super::{Data, Layout, Phase, Plan, SectionMove};
+use crate::error::Result;
+use crate::format::{Dyn, Shdr};
+use headers::{read_only_if_emptied, NewHeaders};
+
+/// What moves into the appended segment. Live data that changes is copied, so that only the
+/// commit write touches anything the old file uses.
+struct Selection {
+    /// The string table grows, or a new string goes over bytes in use: it is copied.
+    copy_strtab: bool,
+    /// The interpreter path moves.
+    interp: bool,
+    /// The version need records move (rewritten).
+    verneed: bool,
+    /// The symbol versions move (rewritten).
+    versym: bool,
+    /// The dynamic array moves: its entries change, or a table it points to moves.
+    dynamic: bool,
+    /// The version need records, padded to the old table's size, when they change.
+    verneed_bytes: Option<Vec<u8>>,
+    /// Slots of the moved dynamic array.
+    dynamic_capacity: usize,
+}
+
+/// A contiguous range moved, unchanged, from after the program headers to the new segment.
+#[derive(Clone, Copy)]
+struct BlockMove {
+    block: Block,
+    old_vaddr: u64,
+    new_offset: u64,
+    new_vaddr: u64,
+}
+
+/// The appended segment once laid out: what the later phases share.
+struct AppendedSegment {
+    site: Site,
+    /// The block moved out of the program header table's way, if room is made that way.
+    block: Option<Block>,
+    selection: Selection,
+    items: Vec<Item>,
+    placed: Placed,
+    moved: Option<BlockMove>,
+}
+
+impl AppendedSegment {
+    fn item(&self, kind: ItemKind) -> Option<&Item> {
+        self.items.iter().find(|i| i.kind == kind)
+    }
+
+    /// Whether the program header table moves into the segment.
+    fn table_moved(&self) -> bool {
+        matches!(self.site.mode, Mode::New(Room::MoveTable))
+    }
+
+    /// Whether file offset `offset` lies in the moved block.
+    fn in_block(&self, offset: u64) -> bool {
+        self.moved.is_some_and(|m| {
+            let block = m.block;
+            offset >= block.start && offset < block.end
+        })
+    }
+
+    /// Where the byte at file offset `offset` is once the block moved.
+    fn translate(&self, offset: u64) -> u64 {
+        match self.moved {
+            Some(m) if self.in_block(offset) => offset - m.block.start + m.new_offset,
+            _ => offset,
+        }
+    }
+
+    /// Where address `vaddr` is once the block moved.
+    fn relocate(&self, vaddr: u64) -> u64 {
+        match self.moved {
+            Some(m)
+                if vaddr >= m.old_vaddr && vaddr < m.old_vaddr + (m.block.end - m.block.start) =>
+            {
+                vaddr - m.old_vaddr + m.new_vaddr
+            }
+            _ => vaddr,
+        }
+    }
+}
+
+/// Section headers after the edit, the moves symbols must follow, and what moved (for humans).
+struct SectionMoves {
+    shdrs: Vec<Shdr>,
+    moves: Vec<SectionMove>,
+    names: Vec<String>,
+}
+
+impl Builder<'_, '_> {
+    /// Something does not fit: copy-on-write into the appended segment, one commit write.
+    pub(in crate::plan) fn appended(
+        mut self,
+        strings: NewStrings,
+        versions: NewVersions,
+        entries_changed: bool,
+    ) -> Result<Plan> {
+        let elf = self.planner.elf;
+        let segment = self.lay_out(&strings, &versions, entries_changed)?;
+        let addresses = self.table_addresses(&segment);
+        let final_dynamic =
+            self.final_dynamic(&strings, &addresses, &|vaddr| segment.relocate(vaddr));
+        self.stage(&segment, &strings, &versions, &final_dynamic);
+        let NewHeaders { header, mut phdrs } = self.program_headers(&segment)?;
+        let sections = self.move_sections(&segment, &versions);
+        if let (Some(dynamic), Some(item)) = (&elf.dynamic, segment.item(ItemKind::Dynamic)) {
+            read_only_if_emptied(
+                elf,
+                &mut phdrs,
+                &sections.shdrs,
+                dynamic,
+                item.vaddr,
+                &final_dynamic,
+            );
+        }
+        let headers = NewHeaders { header, phdrs };
+        self.commit(&segment, &headers);
+        self.cleanup(&segment, &strings, &headers, &sections.shdrs);
+        let fixups = self.symbol_fixups(&sections.shdrs, sections.moves);
+        let layout = Layout::Appended {
+            extended: matches!(segment.site.mode, Mode::Extend(_)),
+            moved_phdrs: segment.table_moved(),
+            moved: sections.names,
+        };
+        self.finish(layout, segment.placed.end_offset.max(elf.file_len), fixups)
+    }
+
+    /// Phase 1: the site of the segment, what moves into it, and where each item lands.
+    fn lay_out(
+        &self,
+        strings: &NewStrings,
+        versions: &NewVersions,
+        entries_changed: bool,
+    ) -> Result<AppendedSegment> {
+        let elf = self.planner.elf;
+        let site = self.planner.choose_site()?;
+        let block = match site.mode {
+            Mode::New(Room::Block(block)) => Some(block),
+            _ => None,
+        };
+        let selection = self.select(block, strings, versions, entries_changed)?;
+        let mut items = self.items(site.mode, block, &selection, strings, versions);
+        let placed = self.planner.place(site.base, &mut items)?;
+        let moved = block
+            .zip(items.iter().find(|i| i.kind == ItemKind::Block))
+            .map(|(block, item)| BlockMove {
+                block,
+                old_vaddr: elf.offset_to_vaddr(block.start, 1).unwrap_or(0),
+                new_offset: item.offset,
+                new_vaddr: item.vaddr,
+            });
+        Ok(AppendedSegment {
+            site,
+            block,
+            selection,
+            items,
+            placed,
+            moved,
+        })
+    }
+
+    /// What moves into the segment.
+    fn select(
+        &self,
+        block: Option<Block>,
+        strings: &NewStrings,
+        versions: &NewVersions,
+        entries_changed: bool,
+    ) -> Result<Selection> {
+        let elf = self.planner.elf;
+        let tables = self.planner.tables;
+        let verneed_region = tables.verneed.as_ref().map(|(r, _)| *r);
+        let copy_strtab = elf.strtab.is_some() && (strings.alloc.grows() || strings.live_writes);
+        let verneed = versions.verneed.is_some() && verneed_region.is_some();
+        let versym = versions.versym.is_some() && tables.versym.is_some();
+        let block_moves_tables =
+            block.is_some_and(|b| self.planner.dynamic_refs_in(b.start, b.end));
+        let dynamic = elf.dynamic.is_some()
+            && (entries_changed || copy_strtab || verneed || versym || block_moves_tables);
+        if dynamic {
+            self.planner.check_dynamic_editable()?;
+        }
+        let capacity = elf.dynamic.as_ref().map_or(0, |d| d.capacity());
+        Ok(Selection {
+            copy_strtab,
+            interp: self.interp.is_some(),
+            verneed,
+            versym,
+            dynamic,
+            verneed_bytes: versions
+                .verneed
+                .clone()
+                .map(|b| pad(b, verneed_region.map_or(0, |r| r.size))),
+            // Never smaller than before: a `_DYNAMIC` symbol's size (gold sets it) must still fit.
+            dynamic_capacity: (self.entries.len() + 1 + self.planner.opts.dynamic_spare)
+                .max(capacity),
+        })
+    }
+
+    /// The items of the segment, in the order they are placed.
+    fn items(
+        &self,
+        mode: Mode,
+        block: Option<Block>,
+        selection: &Selection,
+        strings: &NewStrings,
+        versions: &NewVersions,
+    ) -> Vec<Item> {
+        let elf = self.planner.elf;
+        let format = self.planner.format;
+        let mut items: Vec<Item> = Vec::new();
+        if matches!(mode, Mode::New(Room::MoveTable)) {
+            let size = (self.planner.new_phnum(mode) * format.phdr_size()) as u64;
+            items.push(Item::new(ItemKind::PhdrTable, size, format.word_size()));
+        }
+        if let Some(block) = block {
+            let mut item = Item::new(ItemKind::Block, block.end - block.start, block.align);
+            item.congruent_to = elf.offset_to_vaddr(block.start, 1);
+            items.push(item);
+        }
+        if selection.copy_strtab {
+            items.push(Item::new(ItemKind::StrTab, strings.new_size, 1));
+        }
+        if selection.interp {
+            let size = self.interp.as_ref().map_or(0, |x| x.len() as u64 + 1);
+            items.push(Item::new(ItemKind::Interp, size, 1));
+        }
+        if let (true, Some(bytes)) = (selection.verneed, &selection.verneed_bytes) {
+            items.push(Item::new(ItemKind::Verneed, bytes.len() as u64, 8));
+        }
+        if let (true, Some(new)) = (selection.versym, &versions.versym) {
+            items.push(Item::new(ItemKind::Versym, 2 * new.len() as u64, 2));
+        }
+        if selection.dynamic {
+            let size = (selection.dynamic_capacity * format.dyn_size()) as u64;
+            items.push(Item::new(ItemKind::Dynamic, size, format.word_size()));
+        }
+        items
+    }
+
+    /// Where the tables the dynamic array points to are once the segment is laid out.
+    fn table_addresses(&self, segment: &AppendedSegment) -> TableAddresses {
+        let elf = self.planner.elf;
+        let strtab = strtab_or_empty(elf);
+        TableAddresses {
+            strtab: segment
+                .item(ItemKind::StrTab)
+                .map_or_else(|| segment.relocate(strtab.vaddr), |item| item.vaddr),
+            verneed: segment.item(ItemKind::Verneed).map(|item| item.vaddr),
+            versym: segment.item(ItemKind::Versym).map(|item| item.vaddr),
+            dynamic: segment.item(ItemKind::Dynamic).map_or_else(
+                || elf.dynamic.as_ref().map_or(0, |d| d.vaddr),
+                |item| item.vaddr,
+            ),
+        }
+    }
+
+    /// Phase 2: the segment's bytes, where nothing points yet.
+    fn stage(
+        &mut self,
+        segment: &AppendedSegment,
+        strings: &NewStrings,
+        versions: &NewVersions,
+        final_dynamic: &[Dyn],
+    ) {
+        let elf = self.planner.elf;
+        let format = self.planner.format;
+        let strtab = strtab_or_empty(elf);
+        let selection = &segment.selection;
+        if let (Some(block), Some(item)) = (segment.block, segment.item(ItemKind::Block)) {
+            self.push(
+                item.offset,
+                Data::Copy(block.start),
+                block.end - block.start,
+                Phase::Stage,
+                "copy of the sections after the program headers",
+            );
+            // Bytes of the block that nothing describes (padding, or what an earlier editor left
+            // there: patchelf leaves old string tables behind) do not travel: nothing can refer
+            // to them at their new address, and old strings must not survive the edit.
+            let described = self.planner.described(block.start, block.end);
+            for (lo, hi) in strings::subtract(&[(block.start, block.end)], &described) {
+                self.push(
+                    item.offset + (lo - block.start),
+                    Data::Zero,
+                    hi - lo,
+                    Phase::Stage,
+                    "undescribed bytes in the moved block",
+                );
+            }
+            // Stale copies of what moves again on its own: old strings must not linger.
+            if selection.copy_strtab && segment.in_block(strtab.offset) {
+                self.push(
+                    segment.translate(strtab.offset),
+                    Data::Zero,
+                    strtab.bytes.len() as u64,
+                    Phase::Stage,
+                    "stale string table in the moved block",
+                );
+            }
+            if let (true, Some(interp)) = (selection.interp, elf.interp.as_ref()) {
+                if segment.in_block(interp.offset) {
+                    self.push(
+                        segment.translate(interp.offset),
+                        Data::Zero,
+                        interp.capacity,
+                        Phase::Stage,
+                        "stale interpreter in the moved block",
+                    );
+                }
+            }
+        }
+        if !selection.copy_strtab && elf.strtab.is_some() {
+            // Only unreferenced bytes get strings (no live writes, or the table would be copied).
+            for (at, bytes) in strings.alloc.writes.clone() {
+                let offset = segment.translate(strtab.offset + at);
+                self.push_bytes(offset, bytes, Phase::Stage, "string");
+            }
+            if segment.in_block(strtab.offset) {
+                for (start, end) in strings.alloc.garbage.clone() {
+                    self.push(
+                        segment.translate(strtab.offset + start),
+                        Data::Zero,
+                        end - start,
+                        Phase::Stage,
+                        "unreferenced strings in the moved copy",
+                    );
+                }
+            }
+        }
+        if let Some(item) = segment.item(ItemKind::StrTab) {
+            let mut bytes = strtab.bytes.clone();
+            for (at, new) in &strings.alloc.writes {
+                bytes[*at as usize..*at as usize + new.len()].copy_from_slice(new);
+            }
+            for (start, end) in &strings.alloc.garbage {
+                bytes[*start as usize..*end as usize].fill(0);
+            }
+            bytes.extend_from_slice(&strings.alloc.appended);
+            self.push_bytes(item.offset, bytes, Phase::Stage, "dynamic string table");
+        }
+        if let Some(item) = segment.item(ItemKind::Interp) {
+            let mut bytes = self.interp.clone().unwrap_or_default();
+            bytes.push(0);
+            self.push_bytes(item.offset, bytes, Phase::Stage, "interpreter path");
+        }
+        if let (Some(item), Some(bytes)) = (
+            segment.item(ItemKind::Verneed),
+            &segment.selection.verneed_bytes,
+        ) {
+            self.push_bytes(item.offset, bytes.clone(), Phase::Stage, "version needs");
+        }
+        if let (Some(item), Some(new)) = (segment.item(ItemKind::Versym), &versions.versym) {
+            let bytes: Vec<u8> = new.iter().flat_map(|&x| format.put_u16(x)).collect();
+            self.push_bytes(item.offset, bytes, Phase::Stage, "symbol versions");
+        }
+        if let Some(item) = segment.item(ItemKind::Dynamic) {
+            let bytes = encode_dynamic(format, final_dynamic, selection.dynamic_capacity);
+            self.push_bytes(item.offset, bytes, Phase::Stage, "dynamic section");
+        }
+    }
+
+    /// Phase 4: sections follow their contents; symbols defined in them follow the sections.
+    fn move_sections(&self, segment: &AppendedSegment, versions: &NewVersions) -> SectionMoves {
+        let elf = self.planner.elf;
+        let tables = self.planner.tables;
+        let mut shdrs: Vec<Shdr> = elf.sections.iter().map(|x| x.shdr).collect();
+        let mut moves: Vec<SectionMove> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        if let Some(moved) = segment.moved {
+            let block = moved.block;
+            for section in elf.sections.iter() {
+                let sh = section.shdr;
+                // An empty section inside the block moves too: the dynamic tags that point at
+                // its address (an empty .dynsym or .rela.dyn) are rebased with the block, and
+                // its header must keep describing the same place.
+                let empty =
+                    sh.sh_size == 0 && sh.sh_type != elf::SHT_NOBITS && sh.sh_type != elf::SHT_NULL;
+                if sh.is_alloc()
+                    && (sh.has_file_bytes() || empty)
+                    && segment.in_block(sh.sh_offset)
+                    && sh.sh_offset + sh.sh_size <= block.end
+                {
+                    self.note_move(
+                        &mut shdrs,
+                        &mut moves,
+                        section.index,
+                        segment.translate(sh.sh_offset),
+                        segment.relocate(sh.sh_addr),
+                        sh.sh_size,
+                    );
+                    names.push(String::from_utf8_lossy(&section.name).into_owned());
+                }
+            }
+            if elf.sections.is_empty() {
+                names.push(format!(
+                    "{} bytes after the program headers",
+                    block.end - block.start
+                ));
+            }
+        }
+        // What moved on its own, and its section when it has one.
+        let verneed_region = tables.verneed.as_ref().map(|(r, _)| *r);
+        let versym_region = tables.versym.as_ref().map(|(r, _)| *r);
+        let own_moves = [
+            (
+                ItemKind::StrTab,
+                elf.strtab.as_ref().and_then(|s| s.section),
+                ".dynstr",
+            ),
+            (
+                ItemKind::Interp,
+                elf.interp.as_ref().and_then(|i| i.section),
+                ".interp",
+            ),
+            (
+                ItemKind::Verneed,
+                section_at(elf, elf::SHT_GNU_VERNEED, verneed_region),
+                ".gnu.version_r",
+            ),
+            (
+                ItemKind::Versym,
+                section_at(elf, elf::SHT_GNU_VERSYM, versym_region),
+                ".gnu.version",
+            ),
+            (
+                ItemKind::Dynamic,
+                elf.dynamic.as_ref().and_then(|d| d.section),
+                ".dynamic",
+            ),
+        ];
+        for (kind, section, name) in own_moves {
+            if let Some(item) = segment.item(kind) {
+                if let Some(index) = section {
+                    let (offset, vaddr, size) = (item.offset, item.vaddr, item.size);
+                    self.note_move(&mut shdrs, &mut moves, index, offset, vaddr, size);
+                }
+                names.push(name.to_string());
+            }
+        }
+        if segment.table_moved() {
+            names.push("program headers".into());
+        }
+        names.dedup();
+        self.version_section_counts(&mut shdrs, versions);
+        SectionMoves {
+            shdrs,
+            moves,
+            names,
+        }
+    }
+
+    /// Phase 5: one write of the file header and program headers when they are adjacent.
+    fn commit(&mut self, segment: &AppendedSegment, headers: &NewHeaders) {
+        let elf = self.planner.elf;
+        let format = self.planner.format;
+        let header = &headers.header;
+        let phdr_bytes: Vec<u8> = headers
+            .phdrs
+            .iter()
+            .flat_map(|p| format.encode_phdr(p))
+            .collect();
+        let header_bytes = format.encode_header(header);
+        if let Some(item) = segment.item(ItemKind::PhdrTable) {
+            let offset = item.offset;
+            self.push_bytes(offset, phdr_bytes, Phase::Stage, "program header table");
+            self.push_bytes(0, header_bytes, Phase::Commit, ELF_HEADER);
+        } else if header.e_phoff == header_bytes.len() as u64 && *header != elf.header {
+            let mut bytes = header_bytes;
+            bytes.extend_from_slice(&phdr_bytes);
+            self.push_bytes(0, bytes, Phase::Commit, ELF_AND_PROGRAM_HEADERS);
+        } else {
+            self.push_bytes(header.e_phoff, phdr_bytes, Phase::Commit, "program headers");
+            if *header != elf.header {
+                self.push_bytes(0, header_bytes, Phase::Commit, ELF_HEADER);
+            }
+        }
+    }
+
+    /// Phase 6: section headers, then zero what nothing refers to any more.
+    fn cleanup(
+        &mut self,
+        segment: &AppendedSegment,
+        strings: &NewStrings,
+        headers: &NewHeaders,
+        shdrs: &[Shdr],
+    ) {
+        let elf = self.planner.elf;
+        let format = self.planner.format;
+        let strtab = strtab_or_empty(elf);
+        self.section_header_writes(shdrs);
+        let mut dead: Vec<Range> = Vec::new();
+        if let Some(block) = segment.block {
+            dead.push((block.start, block.end));
+        }
+        if segment.selection.copy_strtab {
+            dead.push((strtab.offset, strtab.offset + strtab.bytes.len() as u64));
+        } else if elf.strtab.is_some() && !segment.in_block(strtab.offset) {
+            dead.extend(
+                strings
+                    .alloc
+                    .garbage
+                    .iter()
+                    .map(|(start, end)| (strtab.offset + start, strtab.offset + end)),
+            );
+        }
+        if let (true, Some(interp)) = (segment.selection.interp, elf.interp.as_ref()) {
+            dead.push((interp.offset, interp.offset + interp.capacity));
+        }
+        let mut live: Vec<Range> = Vec::new();
+        let header = &headers.header;
+        if !segment.table_moved() && header.e_phnum != elf.header.e_phnum {
+            let table_len = (headers.phdrs.len() * format.phdr_size()) as u64;
+            live.push((header.e_phoff, header.e_phoff + table_len));
+        }
+        for (start, end) in
+            strings::subtract(&strings::merge(&mut dead), &strings::merge(&mut live))
+        {
+            self.push(
+                start,
+                Data::Zero,
+                end - start,
+                Phase::Cleanup,
+                "unreferenced bytes",
+            );
+        }
+    }
+}

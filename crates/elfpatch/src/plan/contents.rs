@@ -1,0 +1,350 @@
+//! The new contents, before anything is placed in the file: where each new string goes in the
+//! string table, the version records after renames and removals, and the final dynamic array
+//! once the addresses of the tables it points to are known. Shared by both ways of writing.
+
+use object::elf;
+
+use super::builder::Builder;
+use super::edits::Value;
+use super::strings::{self, Allocation, Range, Request};
+use super::tags::is_movable_pointer_tag;
+use crate::format::{Dyn, Format};
+use crate::read::{is_string_tag, Elf, StrTab};
+use crate::refs::{Region, VerneedEntry};
+
+/// Where every new string goes.
+pub(super) struct NewStrings {
+    pub(super) alloc: Allocation,
+    /// For each dynamic entry with a new value: its request index.
+    pub(super) entry_requests: Vec<Option<usize>>,
+    /// For each renamed version need record: the record's index and its request index.
+    pub(super) record_requests: Vec<RecordRequest>,
+    /// The bytes of the table that references covered before the edit (sorted, merged).
+    pub(super) covered_before: Vec<Range>,
+    /// Whether some placement overwrites bytes referenced before the edit.
+    pub(super) live_writes: bool,
+    /// Size of the table after the edit.
+    pub(super) new_size: u64,
+}
+
+/// The new file name of a version need record: which record, which string request.
+#[derive(Clone, Copy)]
+pub(super) struct RecordRequest {
+    pub(super) record: usize,
+    pub(super) request: usize,
+}
+
+/// The version tables after the edit.
+pub(super) struct NewVersions {
+    /// Every record as before, renamed ones with their new file name offsets.
+    pub(super) entries: Vec<VerneedEntry>,
+    /// Canonical serialization of the remaining records, when anything changed.
+    pub(super) verneed: Option<Vec<u8>>,
+    /// `.gnu.version` after removals, when anything changed.
+    pub(super) versym: Option<Vec<u16>>,
+    /// How many records remain.
+    pub(super) kept: usize,
+}
+
+/// Where the tables the dynamic array points to end up.
+pub(super) struct TableAddresses {
+    pub(super) strtab: u64,
+    pub(super) verneed: Option<u64>,
+    pub(super) versym: Option<u64>,
+    pub(super) dynamic: u64,
+}
+
+/// The string table, or an empty one at 0 for a file without.
+pub(super) fn strtab_or_empty(elf: &Elf) -> &StrTab {
+    static EMPTY: StrTab = StrTab {
+        offset: 0,
+        vaddr: 0,
+        bytes: Vec::new(),
+        section: None,
+    };
+    elf.strtab.as_ref().unwrap_or(&EMPTY)
+}
+
+impl Builder<'_, '_> {
+    /// Places the new strings.
+    pub(super) fn place_strings(&self, records: &[VerneedEntry]) -> NewStrings {
+        let elf = self.planner.elf;
+        let tables = self.planner.tables;
+        let mut requests: Vec<Request> = Vec::new();
+        let mut request_of = |bytes: &[u8], replaces: Option<u64>| -> usize {
+            if let Some(i) = requests.iter().position(|r| r.bytes == bytes) {
+                return i;
+            }
+            requests.push(Request {
+                bytes: bytes.to_vec(),
+                replaces,
+            });
+            requests.len() - 1
+        };
+        let entry_requests: Vec<Option<usize>> = self
+            .entries
+            .iter()
+            .map(|x| match &x.val {
+                Value::New(s) => {
+                    let replaces = x
+                        .original
+                        .filter(|&i| is_string_tag(self.planner.original_tag(i)))
+                        .map(|i| self.planner.original_value(i));
+                    Some(request_of(s, replaces))
+                }
+                _ => None,
+            })
+            .collect();
+        let record_requests: Vec<RecordRequest> = self
+            .verneed_edits
+            .renames
+            .iter()
+            .map(|r| RecordRequest {
+                record: r.record,
+                request: request_of(&r.name, Some(u64::from(records[r.record].file))),
+            })
+            .collect();
+
+        let strtab = strtab_or_empty(elf);
+        let before: Vec<u64> = elf
+            .dynamic
+            .iter()
+            .flat_map(|d| {
+                d.entries()
+                    .iter()
+                    .filter(|x| is_string_tag(x.tag))
+                    .map(|x| x.val)
+            })
+            .chain(tables.string_refs())
+            .collect();
+        let mut after: Vec<u64> = self
+            .entries
+            .iter()
+            .filter_map(|x| match x.val {
+                Value::Old(offset) => Some(offset),
+                _ => None,
+            })
+            .collect();
+        after.extend(
+            tables
+                .dynsym
+                .iter()
+                .flat_map(|s| s.names.iter().map(|&n| u64::from(n))),
+        );
+        let edits = &self.verneed_edits;
+        for (i, record) in records.iter().enumerate() {
+            if edits.removals.contains(&i) {
+                continue;
+            }
+            if !edits.renames.iter().any(|r| r.record == i) {
+                after.push(u64::from(record.file));
+            }
+            after.extend(record.aux.iter().map(|a| u64::from(a.name)));
+        }
+        after.extend(
+            tables
+                .verdef
+                .iter()
+                .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n))),
+        );
+        let alloc = strings::allocate(&strtab.bytes, &before, &after, &requests, tables.exact);
+        let covered_before = strings::coverage(&strtab.bytes, before.iter().copied());
+        let live_writes = alloc
+            .writes
+            .iter()
+            .any(|(at, bytes)| overlaps(&covered_before, *at, *at + bytes.len() as u64));
+        let new_size = strtab.bytes.len() as u64 + alloc.appended.len() as u64;
+        NewStrings {
+            alloc,
+            entry_requests,
+            record_requests,
+            covered_before,
+            live_writes,
+            new_size,
+        }
+    }
+
+    /// The version records after renames and removals.
+    pub(super) fn new_versions(
+        &self,
+        mut entries: Vec<VerneedEntry>,
+        strings: &NewStrings,
+    ) -> NewVersions {
+        let edits = &self.verneed_edits;
+        let gone: Vec<u16> = edits
+            .removals
+            .iter()
+            .flat_map(|&i| entries[i].aux.iter().map(|a| a.other & 0x7fff))
+            .collect();
+        let versym = if gone.is_empty() {
+            None
+        } else {
+            self.planner.tables.versym.as_ref().and_then(|(_, old)| {
+                let new: Vec<u16> = old
+                    .iter()
+                    .map(|&v| if gone.contains(&(v & 0x7fff)) { 1 } else { v })
+                    .collect();
+                (new != *old).then_some(new)
+            })
+        };
+        for r in &strings.record_requests {
+            entries[r.record].file = strings.alloc.placements[r.request].offset() as u32;
+        }
+        let kept: Vec<VerneedEntry> = entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !edits.removals.contains(i))
+            .map(|(_, n)| n.clone())
+            .collect();
+        let verneed = (!edits.is_empty()).then(|| serialize_verneed(self.planner.format, &kept));
+        NewVersions {
+            kept: kept.len(),
+            entries,
+            verneed,
+            versym,
+        }
+    }
+
+    /// DT_VERNEEDNUM follows the number of records (and both tags go with the last one).
+    pub(super) fn update_version_entries(&mut self, versions: &NewVersions) {
+        if self.verneed_edits.removals.is_empty() {
+            return;
+        }
+        if versions.kept == 0 {
+            self.entries.retain(|x| {
+                x.tag != u64::from(elf::DT_VERNEED) && x.tag != u64::from(elf::DT_VERNEEDNUM)
+            });
+        } else {
+            for x in self
+                .entries
+                .iter_mut()
+                .filter(|x| x.tag == u64::from(elf::DT_VERNEEDNUM))
+            {
+                x.val = Value::Raw(versions.kept as u64);
+            }
+        }
+    }
+
+    /// The final dynamic entries: string values resolved, table pointers set, addresses that
+    /// moved with a block relocated, and `DT_MIPS_RLD_MAP_REL` kept pointing at its target.
+    pub(super) fn final_dynamic(
+        &self,
+        strings: &NewStrings,
+        at: &TableAddresses,
+        relocate: &dyn Fn(u64) -> u64,
+    ) -> Vec<Dyn> {
+        let format = self.planner.format;
+        let mut out: Vec<Dyn> = self
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let val = match &x.val {
+                    Value::Raw(v) | Value::Old(v) => *v,
+                    Value::New(_) => {
+                        let request = strings.entry_requests[i].expect("new value has a request");
+                        strings.alloc.placements[request].offset()
+                    }
+                };
+                Dyn { tag: x.tag, val }
+            })
+            .collect();
+        for x in out.iter_mut() {
+            x.val = match x.tag as u32 {
+                elf::DT_STRTAB => at.strtab,
+                elf::DT_STRSZ => strings.new_size,
+                elf::DT_VERNEED => at.verneed.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_VERSYM => at.versym.unwrap_or_else(|| relocate(x.val)),
+                _ if is_movable_pointer_tag(x.tag) => relocate(x.val),
+                _ => x.val,
+            };
+        }
+        if let Some(dynamic) = &self.planner.elf.dynamic {
+            // Relative to its own slot: keep the target where it was.
+            for (i, x) in self.entries.iter().enumerate() {
+                let rld_map_rel = x.tag == u64::from(elf::DT_MIPS_RLD_MAP_REL);
+                if let (true, Some(original)) = (rld_map_rel, x.original) {
+                    let old_slot = dynamic.vaddr + (original * format.dyn_size()) as u64;
+                    let new_slot = at.dynamic + (i * format.dyn_size()) as u64;
+                    out[i].val = out[i].val.wrapping_add(old_slot).wrapping_sub(new_slot)
+                        & format.max_addr();
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The section of type `sh_type` that starts where `region` does.
+pub(super) fn section_at(elf: &Elf, sh_type: u32, region: Option<Region>) -> Option<usize> {
+    let region = region?;
+    elf.sections
+        .iter()
+        .find(|x| x.shdr.sh_type == sh_type && x.shdr.sh_offset == region.offset)
+        .map(|x| x.index)
+}
+
+/// Whether any range of `cover` (sorted, merged) overlaps `[start, end)`.
+pub(super) fn overlaps(cover: &[Range], start: u64, end: u64) -> bool {
+    cover.iter().any(|&(s, e)| s < end && start < e)
+}
+
+/// `bytes` padded with zeros to at least `len`.
+pub(super) fn pad(mut bytes: Vec<u8>, len: u64) -> Vec<u8> {
+    if (bytes.len() as u64) < len {
+        bytes.resize(len as usize, 0);
+    }
+    bytes
+}
+
+/// The records in canonical layout: each `Verneed` followed by its `Vernaux` records.
+fn serialize_verneed(format: Format, kept: &[VerneedEntry]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, record) in kept.iter().enumerate() {
+        let next = if k + 1 == kept.len() {
+            0
+        } else {
+            16 + 16 * record.aux.len() as u32
+        };
+        out.extend_from_slice(&format.put_u16(record.version));
+        out.extend_from_slice(&format.put_u16(record.aux.len() as u16));
+        out.extend_from_slice(&format.put_u32(record.file));
+        out.extend_from_slice(&format.put_u32(if record.aux.is_empty() { 0 } else { 16 }));
+        out.extend_from_slice(&format.put_u32(next));
+        for (j, aux) in record.aux.iter().enumerate() {
+            out.extend_from_slice(&format.put_u32(aux.hash));
+            out.extend_from_slice(&format.put_u16(aux.flags));
+            out.extend_from_slice(&format.put_u16(aux.other));
+            out.extend_from_slice(&format.put_u32(aux.name));
+            let next = if j + 1 == record.aux.len() { 0 } else { 16 };
+            out.extend_from_slice(&format.put_u32(next));
+        }
+    }
+    out
+}
+
+/// The dynamic array's bytes: `entries`, then `DT_NULL`s up to `capacity` slots.
+pub(super) fn encode_dynamic(format: Format, entries: &[Dyn], capacity: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity * format.dyn_size());
+    for entry in entries.iter().take(capacity) {
+        out.extend_from_slice(&format.encode_dyn(entry));
+    }
+    while out.len() < capacity * format.dyn_size() {
+        out.extend_from_slice(&format.encode_dyn(&Dyn { tag: 0, val: 0 }));
+    }
+    out
+}
+
+/// The smallest `[lo, hi)` outside which `a` and `b` agree (`None` when equal).
+pub(super) fn diff_span<T: PartialEq>(a: &[T], b: &[T]) -> Option<(usize, usize)> {
+    let n = a.len().min(b.len());
+    let lo = (0..n).find(|&i| a[i] != b[i]).unwrap_or(n);
+    if lo == n && a.len() == b.len() {
+        return None;
+    }
+    let mut hi = b.len();
+    while hi > lo && hi <= a.len() && a[hi - 1] == b[hi - 1] {
+        hi -= 1;
+    }
+    Some((lo, hi))
+}

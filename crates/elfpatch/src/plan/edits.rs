@@ -1,0 +1,411 @@
+//! From the requested edits to what the file should say: the dynamic entries in their new order
+//! with their new values, the version need records to rename or drop, the interpreter path.
+//! Nothing is placed yet; that is the writes' job.
+
+use object::elf;
+
+use super::{Edit, Planner};
+use crate::error::{Error, Result};
+use crate::format::Dyn;
+use crate::read::is_string_tag;
+use crate::refs::VerneedEntry;
+
+/// A dynamic entry's value while edits are applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Value {
+    /// Not a string: kept as it is.
+    Raw(u64),
+    /// A string already in the table, at this offset.
+    Old(u64),
+    /// A new string, to be placed.
+    New(Vec<u8>),
+}
+
+/// One dynamic entry of the edited array.
+#[derive(Clone, Debug)]
+pub(super) struct Entry {
+    /// `d_tag`.
+    pub(super) tag: u64,
+    /// Its value.
+    pub(super) val: Value,
+    /// Its index in the original array, when it was there before.
+    pub(super) original: Option<usize>,
+}
+
+/// A version need record that names another file after the edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct VerneedRename {
+    /// Index of the record (in [`crate::Tables::verneed`]).
+    pub(super) record: usize,
+    /// Its new file name.
+    pub(super) name: Vec<u8>,
+}
+
+/// Changes to the version need records.
+#[derive(Clone, Debug, Default)]
+pub(super) struct VerneedEdits {
+    /// Records renamed (`ReplaceNeeded`), at most one rename per record once edits are done.
+    pub(super) renames: Vec<VerneedRename>,
+    /// Indices of the records to drop (`RemoveNeeded`).
+    pub(super) removals: Vec<usize>,
+}
+
+impl VerneedEdits {
+    /// Whether any record changes.
+    pub(super) fn is_empty(&self) -> bool {
+        self.renames.is_empty() && self.removals.is_empty()
+    }
+
+    /// The file name record `record` has after the edits so far.
+    fn current_name(&self, record: usize) -> Option<&[u8]> {
+        self.renames
+            .iter()
+            .rev()
+            .find(|r| r.record == record)
+            .map(|r| r.name.as_slice())
+    }
+}
+
+/// What the file should say once the edits are applied.
+#[derive(Clone, Debug)]
+pub(super) struct Desired {
+    /// The dynamic array's entries, without the terminating `DT_NULL`.
+    pub(super) entries: Vec<Entry>,
+    /// The version need records to rename or drop.
+    pub(super) verneed: VerneedEdits,
+    /// The new interpreter path, when an edit sets one.
+    pub(super) interp: Option<Vec<u8>>,
+}
+
+fn check_name(s: &[u8], what: &str) -> Result<()> {
+    if s.contains(&0) {
+        return Err(Error::invalid(format!("{what} contains a NUL byte")));
+    }
+    Ok(())
+}
+
+impl<'a> Planner<'a> {
+    /// Applies `edits`, in order, to the file's dynamic entries, version records and interpreter.
+    pub(super) fn desired(&self, edits: &[Edit]) -> Result<Desired> {
+        let mut desired = Desired {
+            entries: self.original_entries(),
+            verneed: VerneedEdits::default(),
+            interp: None,
+        };
+        for edit in edits {
+            if !matches!(edit, Edit::SetInterpreter(_)) && self.elf.dynamic.is_none() {
+                return Err(Error::unsupported(
+                    "the file has no dynamic section (PT_DYNAMIC)",
+                ));
+            }
+            self.apply_edit(&mut desired, edit)?;
+        }
+        self.keep_values_set_back(&mut desired.entries);
+        self.keep_entries_set_back(&mut desired.entries);
+        let removals = &desired.verneed.removals;
+        desired
+            .verneed
+            .renames
+            .retain(|r| !removals.contains(&r.record));
+        Ok(desired)
+    }
+
+    fn original_entries(&self) -> Vec<Entry> {
+        let Some(dynamic) = &self.elf.dynamic else {
+            return Vec::new();
+        };
+        dynamic
+            .entries()
+            .iter()
+            .enumerate()
+            .map(|(i, x)| Entry {
+                tag: x.tag,
+                val: if is_string_tag(x.tag) {
+                    Value::Old(x.val)
+                } else {
+                    Value::Raw(x.val)
+                },
+                original: Some(i),
+            })
+            .collect()
+    }
+
+    fn apply_edit(&self, desired: &mut Desired, edit: &Edit) -> Result<()> {
+        let entries = &mut desired.entries;
+        match edit {
+            Edit::SetRunpath(s) => {
+                check_name(s, "RUNPATH")?;
+                self.set_string(entries, elf::DT_RUNPATH, s);
+            }
+            Edit::SetRpath(s) => {
+                check_name(s, "RPATH")?;
+                self.set_string(entries, elf::DT_RPATH, s);
+            }
+            Edit::RemoveRunpath => entries.retain(|x| x.tag != u64::from(elf::DT_RUNPATH)),
+            Edit::RemoveRpath => entries.retain(|x| x.tag != u64::from(elf::DT_RPATH)),
+            Edit::RpathToRunpath => {
+                if has_tag(entries, elf::DT_RUNPATH) {
+                    entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
+                } else {
+                    retag(entries, elf::DT_RPATH, elf::DT_RUNPATH);
+                }
+            }
+            Edit::RunpathToRpath => {
+                if has_tag(entries, elf::DT_RUNPATH) {
+                    entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
+                    retag(entries, elf::DT_RUNPATH, elf::DT_RPATH);
+                }
+            }
+            Edit::AddNeeded(name) => self.add_needed(entries, name)?,
+            Edit::RemoveNeeded(name) => self.remove_needed(desired, name),
+            Edit::ReplaceNeeded { old, new } => self.replace_needed(desired, old, new)?,
+            Edit::SetSoname(s) => {
+                check_name(s, "SONAME")?;
+                self.set_string(entries, elf::DT_SONAME, s);
+            }
+            Edit::SetInterpreter(s) => {
+                check_name(s, "interpreter")?;
+                if self.elf.interp.is_none() {
+                    return Err(Error::unsupported("the file has no PT_INTERP to set"));
+                }
+                if s.is_empty() {
+                    return Err(Error::invalid("empty interpreter path"));
+                }
+                desired.interp = Some(s.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets every entry with `tag` to `s`, or adds one at the front of the array.
+    fn set_string(&self, entries: &mut Vec<Entry>, tag: u32, s: &[u8]) {
+        let tag = u64::from(tag);
+        let mut found = false;
+        for x in entries.iter_mut().filter(|x| x.tag == tag) {
+            found = true;
+            if self.value_of(&x.val) != s {
+                x.val = Value::New(s.to_vec());
+            }
+        }
+        if !found {
+            entries.insert(
+                0,
+                Entry {
+                    tag,
+                    val: Value::New(s.to_vec()),
+                    original: None,
+                },
+            );
+        }
+    }
+
+    /// Adds a `DT_NEEDED` entry after the ones this plan added, before everything else.
+    fn add_needed(&self, entries: &mut Vec<Entry>, name: &[u8]) -> Result<()> {
+        check_name(name, "NEEDED name")?;
+        if name.is_empty() {
+            return Err(Error::invalid("empty NEEDED name"));
+        }
+        let needed = u64::from(elf::DT_NEEDED);
+        let present = entries
+            .iter()
+            .any(|x| x.tag == needed && self.value_of(&x.val) == name);
+        if !present {
+            let at = entries
+                .iter()
+                .rposition(|x| x.original.is_none() && x.tag == needed)
+                .map_or(0, |i| i + 1);
+            entries.insert(
+                at,
+                Entry {
+                    tag: needed,
+                    val: Value::New(name.to_vec()),
+                    original: None,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Drops the `DT_NEEDED` entries naming `name` and the version records of that file.
+    fn remove_needed(&self, desired: &mut Desired, name: &[u8]) {
+        desired
+            .entries
+            .retain(|x| !(x.tag == u64::from(elf::DT_NEEDED) && self.value_of(&x.val) == name));
+        let edits = &mut desired.verneed;
+        for (i, record) in self.verneed_records().iter().enumerate() {
+            let current = edits
+                .current_name(i)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_else(|| self.string(u64::from(record.file)).to_vec());
+            if current == name && !edits.removals.contains(&i) {
+                edits.removals.push(i);
+            }
+        }
+    }
+
+    /// Renames the `DT_NEEDED` entries naming `old`, and the version records of that file.
+    fn replace_needed(&self, desired: &mut Desired, old: &[u8], new: &[u8]) -> Result<()> {
+        check_name(new, "NEEDED name")?;
+        if new.is_empty() {
+            return Err(Error::invalid("empty NEEDED name"));
+        }
+        for x in desired
+            .entries
+            .iter_mut()
+            .filter(|x| x.tag == u64::from(elf::DT_NEEDED))
+        {
+            if self.value_of(&x.val) == old && old != new {
+                x.val = if x.original.is_some_and(|i| self.original_string(i) == new) {
+                    Value::Old(self.original_value(x.original.unwrap_or(0)))
+                } else {
+                    Value::New(new.to_vec())
+                };
+            }
+        }
+        let edits = &mut desired.verneed;
+        for (i, record) in self.verneed_records().iter().enumerate() {
+            if edits.removals.contains(&i) {
+                continue;
+            }
+            let file_name = self.string(u64::from(record.file));
+            let current = edits
+                .current_name(i)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_else(|| file_name.to_vec());
+            if current == old && old != new {
+                edits.renames.retain(|r| r.record != i);
+                if file_name != new {
+                    edits.renames.push(VerneedRename {
+                        record: i,
+                        name: new.to_vec(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A value set back to what it was is not a change.
+    fn keep_values_set_back(&self, entries: &mut [Entry]) {
+        for x in entries.iter_mut() {
+            if let (Value::New(s), Some(i)) = (&x.val, x.original) {
+                if self.original_string(i) == *s && is_string_tag(self.original_tag(i)) {
+                    x.val = Value::Old(self.original_value(i));
+                }
+            }
+        }
+    }
+
+    /// A run path or SONAME removed and set again to the same value in one plan is the original
+    /// entry, where it was (their position means nothing; NEEDED order does, so not those).
+    fn keep_entries_set_back(&self, entries: &mut Vec<Entry>) {
+        let len = self.elf.dynamic.as_ref().map_or(0, |d| d.len);
+        for i in 0..len {
+            let tag = self.original_tag(i);
+            let movable = [elf::DT_RUNPATH, elf::DT_RPATH, elf::DT_SONAME]
+                .iter()
+                .any(|&t| u64::from(t) == tag);
+            if !movable || entries.iter().any(|x| x.original == Some(i)) {
+                continue;
+            }
+            let same = |x: &Entry| {
+                x.original.is_none()
+                    && x.tag == tag
+                    && matches!(&x.val, Value::New(v) if *v == self.original_string(i))
+            };
+            if let Some(j) = entries.iter().position(same) {
+                entries.remove(j);
+                let at = entries
+                    .iter()
+                    .position(|x| x.original.is_some_and(|o| o > i))
+                    .unwrap_or(entries.len());
+                entries.insert(
+                    at,
+                    Entry {
+                        tag,
+                        val: Value::Old(self.original_value(i)),
+                        original: Some(i),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The string a value stands for (empty for a raw value).
+    fn value_of(&self, value: &Value) -> Vec<u8> {
+        match value {
+            Value::Old(offset) => self.string(*offset).to_vec(),
+            Value::New(s) => s.clone(),
+            Value::Raw(_) => Vec::new(),
+        }
+    }
+
+    fn verneed_records(&self) -> &'a [VerneedEntry] {
+        self.tables
+            .verneed
+            .as_ref()
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// The string at `offset` of the original string table (empty when there is none).
+    pub(super) fn string(&self, offset: u64) -> &'a [u8] {
+        self.elf
+            .strtab
+            .as_ref()
+            .and_then(|s| s.get(offset))
+            .unwrap_or(b"")
+    }
+
+    fn original_entry(&self, i: usize) -> Dyn {
+        self.elf
+            .dynamic
+            .as_ref()
+            .map(|d| d.entries()[i])
+            .unwrap_or(Dyn { tag: 0, val: 0 })
+    }
+
+    /// The tag of entry `i` of the original array.
+    pub(super) fn original_tag(&self, i: usize) -> u64 {
+        self.original_entry(i).tag
+    }
+
+    /// The value of entry `i` of the original array.
+    pub(super) fn original_value(&self, i: usize) -> u64 {
+        self.original_entry(i).val
+    }
+
+    fn original_string(&self, i: usize) -> Vec<u8> {
+        if is_string_tag(self.original_tag(i)) {
+            self.string(self.original_value(i)).to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Whether `entries` differ from the original array (order, tags or values).
+    pub(super) fn dynamic_changed(&self, entries: &[Entry]) -> bool {
+        let Some(dynamic) = &self.elf.dynamic else {
+            return false;
+        };
+        entries.len() != dynamic.len
+            || entries.iter().enumerate().any(|(i, x)| {
+                let before = dynamic.entries()[i];
+                x.original != Some(i)
+                    || x.tag != before.tag
+                    || !matches!(x.val, Value::Raw(v) | Value::Old(v) if v == before.val)
+            })
+    }
+}
+
+/// Whether an entry has `tag`.
+fn has_tag(entries: &[Entry], tag: u32) -> bool {
+    entries.iter().any(|x| x.tag == u64::from(tag))
+}
+
+/// Gives every entry with tag `from` the tag `to`.
+fn retag(entries: &mut [Entry], from: u32, to: u32) {
+    for x in entries.iter_mut().filter(|x| x.tag == u64::from(from)) {
+        x.tag = u64::from(to);
+    }
+}

@@ -1,0 +1,251 @@
+//! The checks that come before any planning: editing assumes the loader's view of the file is
+//! sane, and a file that is not is refused here, before anything is decided about it.
+//!
+//! - every section lies inside the file and the address space, and `.dynsym`'s entry size is a
+//!   symbol's;
+//! - at most one `PT_PHDR`; the `PT_LOAD`s sorted by address and disjoint in memory (usable
+//!   alignments are checked where a new segment is placed, see `appended::site`);
+//! - `DT_SYMENT` is a symbol's size, and no table pointer appears with two values;
+//! - the tables, the interpreter path and the dynamic array overlap neither the headers nor each
+//!   other.
+
+use object::elf;
+
+use super::tags::UNIQUE_TAGS;
+use super::Planner;
+use crate::error::{Error, Result};
+use crate::read::Elf;
+use crate::refs::Region;
+
+impl Planner<'_> {
+    /// Runs every check, in this order (the first failure is the error).
+    pub(super) fn preflight(&self) -> Result<()> {
+        check_sections(self.elf)?;
+        check_segments(self.elf)?;
+        check_dynamic_tags(self.elf)?;
+        check_no_overlaps(self.elf, &self.dynamic_regions())
+    }
+
+    /// An edit of the dynamic array needs the array where `PT_LOAD` maps it and a string table.
+    pub(super) fn check_dynamic_editable(&self) -> Result<()> {
+        let elf = self.elf;
+        let dynamic = elf
+            .dynamic
+            .as_ref()
+            .ok_or_else(|| Error::unsupported("the file has no dynamic section"))?;
+        let size = (dynamic.capacity() * self.format.dyn_size()) as u64;
+        if elf.vaddr_to_offset(dynamic.vaddr, size) != Some(dynamic.offset) {
+            return Err(Error::refused(format!(
+                "PT_DYNAMIC (offset {:#x}, address {:#x}) is not mapped by a PT_LOAD at the same place",
+                dynamic.offset, dynamic.vaddr
+            )));
+        }
+        if elf.strtab.is_none() {
+            return Err(Error::unsupported(
+                "the dynamic section has no string table (DT_STRTAB)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Every section inside the file and the address space; `.dynsym`'s entries as large as a symbol.
+fn check_sections(elf: &Elf) -> Result<()> {
+    let format = elf.format;
+    for section in &elf.sections {
+        let sh = section.shdr;
+        let name = String::from_utf8_lossy(&section.name);
+        let in_file = sh
+            .sh_offset
+            .checked_add(sh.sh_size)
+            .is_some_and(|end| end <= elf.file_len);
+        let in_space = !sh.is_alloc()
+            || sh
+                .sh_addr
+                .checked_add(sh.sh_size)
+                .is_some_and(|end| end <= format.max_addr().saturating_add(1));
+        if sh.sh_type == elf::SHT_DYNSYM
+            && sh.sh_entsize != 0
+            && sh.sh_entsize != format.sym_size() as u64
+        {
+            return Err(Error::refused(format!(
+                "section {name} has entry size {}, not the {} bytes of a symbol: the headers disagree",
+                sh.sh_entsize,
+                format.sym_size()
+            )));
+        }
+        if (sh.has_file_bytes() && !in_file) || !in_space {
+            return Err(Error::refused(format!(
+                "section {name} ({:#x}+{:#x}) lies outside the file or the address space",
+                sh.sh_offset, sh.sh_size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One `PT_PHDR` at most; `PT_LOAD`s sorted by address and disjoint in memory.
+fn check_segments(elf: &Elf) -> Result<()> {
+    // gABI: PT_PHDR "may not occur more than once in a file"; an edit that grows the table
+    // rewrites it, and a second one would be made to describe the table at its own offset.
+    let phdr_segments = elf
+        .phdrs
+        .iter()
+        .filter(|p| p.p_type == elf::PT_PHDR)
+        .count();
+    if phdr_segments > 1 {
+        return Err(Error::malformed(
+            elf.header.e_phoff,
+            "more than one PT_PHDR",
+        ));
+    }
+    let loads: Vec<_> = elf.loads().collect();
+    for (i, first) in loads.iter().enumerate() {
+        for later in &loads[i + 1..] {
+            if later.p_vaddr < first.p_vaddr {
+                return Err(Error::refused(format!(
+                    "PT_LOAD at {:#x} follows one at {:#x}: segments are not sorted by address",
+                    later.p_vaddr, first.p_vaddr
+                )));
+            }
+            if first.p_memsz > 0
+                && later.p_memsz > 0
+                && first.p_vaddr < later.vaddr_end()
+                && later.p_vaddr < first.vaddr_end()
+            {
+                return Err(Error::refused(format!(
+                    "PT_LOADs at {:#x} and {:#x} overlap in memory",
+                    first.p_vaddr, later.p_vaddr
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `DT_SYMENT` is a symbol's size, and every table pointer has one value.
+fn check_dynamic_tags(elf: &Elf) -> Result<()> {
+    let Some(dynamic) = &elf.dynamic else {
+        return Ok(());
+    };
+    // Symbols are as large as the class says; glibc asserts it, and a table moved with another
+    // entry size would be read differently by other readers.
+    let sym_size = elf.format.sym_size();
+    if let Some(n) = dynamic.get(elf::DT_SYMENT) {
+        if n != sym_size as u64 {
+            return Err(Error::malformed(
+                dynamic.offset,
+                format!("DT_SYMENT is {n}, not the {sym_size} bytes of a symbol"),
+            ));
+        }
+    }
+    // One value per table pointer: glibc keeps the last of several entries, this reader the
+    // first, so with two different values nobody can say which table an edit must change.
+    for tag in UNIQUE_TAGS {
+        let mut values = dynamic.entries().iter().filter(|x| x.tag == u64::from(tag));
+        if let Some(first) = values.next() {
+            if let Some(other) = values.find(|x| x.val != first.val) {
+                return Err(Error::malformed(
+                    dynamic.offset,
+                    format!(
+                        "dynamic tag {tag:#x} appears with two values ({:#x} and {:#x}): \
+                         which one the loader uses depends on the loader",
+                        first.val, other.val
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What an edit may write over in place or zero once it moved — the dynamic tables, the
+/// interpreter path, the dynamic array — must share no byte with the headers or with each other:
+/// editing one would change another, and garbage offsets (a `PT_INTERP` at offset 0, a second
+/// `DT_STRTAB` pointing into the ELF header) would have an edit zero the ELF header.
+fn check_no_overlaps(elf: &Elf, tables: &[Region]) -> Result<()> {
+    #[derive(PartialEq)]
+    enum Kind {
+        Table,
+        Editable,
+        Header,
+    }
+    struct Area {
+        what: String,
+        start: u64,
+        len: u64,
+        kind: Kind,
+    }
+    let format = elf.format;
+    let mut areas: Vec<Area> = tables
+        .iter()
+        .map(|r| Area {
+            what: format!(
+                "a dynamic table ({:#x}+{:#x} in the file)",
+                r.offset, r.size
+            ),
+            start: r.offset,
+            len: r.size,
+            kind: Kind::Table,
+        })
+        .collect();
+    if let Some(interp) = &elf.interp {
+        areas.push(Area {
+            what: "the interpreter path (PT_INTERP)".into(),
+            start: interp.offset,
+            len: interp.capacity,
+            kind: Kind::Editable,
+        });
+    }
+    if let Some(dynamic) = &elf.dynamic {
+        areas.push(Area {
+            what: "the dynamic array (PT_DYNAMIC)".into(),
+            start: dynamic.offset,
+            len: (dynamic.capacity() * format.dyn_size()) as u64,
+            kind: Kind::Editable,
+        });
+    }
+    areas.push(Area {
+        what: "the ELF header".into(),
+        start: 0,
+        len: u64::from(elf.header.e_ehsize).max(format.ehdr_size() as u64),
+        kind: Kind::Header,
+    });
+    areas.push(Area {
+        what: "the program header table".into(),
+        start: elf.header.e_phoff,
+        len: (elf.phdrs.len() * format.phdr_size()) as u64,
+        kind: Kind::Header,
+    });
+    if elf.header.e_shoff != 0 {
+        areas.push(Area {
+            what: "the section header table".into(),
+            start: elf.header.e_shoff,
+            len: (elf.sections.len() * format.shdr_size()) as u64,
+            kind: Kind::Header,
+        });
+    }
+    for (i, area) in areas.iter().enumerate() {
+        for other in &areas[i + 1..] {
+            let overlap = area.len > 0
+                && other.len > 0
+                && area.start < other.start.saturating_add(other.len)
+                && other.start < area.start.saturating_add(area.len);
+            if !overlap || area.kind == Kind::Header {
+                continue;
+            }
+            let (start, len, other_start, other_len) =
+                (area.start, area.len, other.start, other.len);
+            if area.kind == Kind::Table && other.kind == Kind::Table {
+                return Err(Error::refused(format!(
+                    "the dynamic tables at {start:#x}+{len:#x} and {other_start:#x}+{other_len:#x} overlap"
+                )));
+            }
+            return Err(Error::malformed(
+                start,
+                format!("{} overlaps {}", area.what, other.what),
+            ));
+        }
+    }
+    Ok(())
+}

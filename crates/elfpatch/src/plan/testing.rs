@@ -1,0 +1,41 @@
+//! Unit-test support: a [`Planner`] over a file elfsynth builds from a spec, with the layout of
+//! that file to compare the planner's decisions with.
+
+use super::{Options, Planner};
+use crate::read::Elf;
+use crate::refs::Tables;
+
+/// Builds `spec`, parses it and runs `check` on a planner for it (preflight included).
+pub(super) fn with_planner<R>(
+    spec: &elfsynth::Spec,
+    opts: &Options,
+    check: impl FnOnce(&Planner<'_>, &elfsynth::Layout) -> R,
+) -> R {
+    with_edited_planner(spec, opts, |_| {}, check)
+}
+
+/// [`with_planner`], with the parsed headers changed by `edit` first (what elfsynth cannot
+/// build: an entry point or an alignment elsewhere).
+pub(super) fn with_edited_planner<R>(
+    spec: &elfsynth::Spec,
+    opts: &Options,
+    edit: impl FnOnce(&mut Elf),
+    check: impl FnOnce(&Planner<'_>, &elfsynth::Layout) -> R,
+) -> R {
+    let bytes = elfsynth::build(spec);
+    let layout = elfsynth::layout(spec).expect("a valid spec");
+    let mut elf = Elf::parse(&bytes).expect("elfpatch reads what elfsynth builds");
+    edit(&mut elf);
+    let tables = Tables::read(bytes.as_slice(), &elf).expect("and its tables");
+    let planner = Planner::new(&elf, &tables, opts).expect("a sane file passes preflight");
+    check(&planner, &layout)
+}
+
+/// Where the program header table of a built file ends.
+pub(super) fn phdr_table_end(layout: &elfsynth::Layout, spec: &elfsynth::Spec) -> u64 {
+    let entry = match spec.class {
+        elfsynth::Class::Elf32 => 32,
+        elfsynth::Class::Elf64 => 56,
+    };
+    layout.phoff + entry * layout.segments.len() as u64
+}
