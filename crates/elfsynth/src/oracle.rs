@@ -778,12 +778,10 @@ impl Parsed<'_> {
         let Some(a) = Self::tag(dynamic, k::DT_VERNEED) else {
             return Ok(Vec::new());
         };
-        let num = Self::tag(dynamic, k::DT_VERNEEDNUM).unwrap_or(u64::MAX);
         let r = self.r;
         let mut off = self.map_off(a, "DT_VERNEED")?;
         let mut out = Vec::new();
-        let mut i = 0u64;
-        while i < num {
+        loop {
             let cnt = r.u16(off + 2)?;
             let file = r.u32(off + 4)?;
             let aux = r.u32(off + 8)?;
@@ -809,7 +807,6 @@ impl Parsed<'_> {
                     .ok_or_else(|| Error("vna_next overflows".into()))?;
             }
             out.push((file, auxes));
-            i += 1;
             if next == 0 {
                 break;
             }
@@ -820,11 +817,6 @@ impl Parsed<'_> {
                 .checked_add(u64::from(next))
                 .ok_or_else(|| Error("vn_next overflows".into()))?;
         }
-        if num != u64::MAX && i != num {
-            return err(format!(
-                "DT_VERNEEDNUM is {num} but the chain has {i} entries"
-            ));
-        }
         Ok(out)
     }
 
@@ -833,12 +825,10 @@ impl Parsed<'_> {
         let Some(a) = Self::tag(dynamic, k::DT_VERDEF) else {
             return Ok(Vec::new());
         };
-        let num = Self::tag(dynamic, k::DT_VERDEFNUM).unwrap_or(u64::MAX);
         let r = self.r;
         let mut off = self.map_off(a, "DT_VERDEF")?;
         let mut out = Vec::new();
-        let mut i = 0u64;
-        while i < num {
+        loop {
             let ndx = r.u16(off + 4)?;
             let cnt = r.u16(off + 6)?;
             let hash = r.u32(off + 8)?;
@@ -851,7 +841,6 @@ impl Parsed<'_> {
                 .checked_add(u64::from(aux))
                 .ok_or_else(|| Error("vd_aux overflows".into()))?;
             out.push((r.u32(ao)?, hash, ndx));
-            i += 1;
             if next == 0 {
                 break;
             }
@@ -862,12 +851,35 @@ impl Parsed<'_> {
                 .checked_add(u64::from(next))
                 .ok_or_else(|| Error("vd_next overflows".into()))?;
         }
-        if num != u64::MAX && i != num {
-            return err(format!(
-                "DT_VERDEFNUM is {num} but the chain has {i} entries"
-            ));
-        }
         Ok(out)
+    }
+
+    /// `DT_VERNEEDNUM` and `DT_VERDEFNUM` against the chains they count. The loader follows
+    /// `vn_next`/`vd_next` to the end whatever the counts say, so the chains above are read that
+    /// way and a wrong count is a finding of its own: reading only `num` records would hide the
+    /// rest of the chain from every other check until an edit corrects the count.
+    fn version_count_issues(&self, dynamic: &[(u64, u64)]) -> Vec<String> {
+        let mut v = Vec::new();
+        let counted = [
+            (
+                k::DT_VERNEEDNUM,
+                "DT_VERNEEDNUM",
+                self.verneed_raw(dynamic).map(|c| c.len()),
+            ),
+            (
+                k::DT_VERDEFNUM,
+                "DT_VERDEFNUM",
+                self.verdef_raw(dynamic).map(|c| c.len()),
+            ),
+        ];
+        for (tag, name, chain) in counted {
+            if let (Some(num), Ok(len)) = (Self::tag(dynamic, tag), chain) {
+                if num != len as u64 {
+                    v.push(format!("{name} is {num} but the chain has {len} entries"));
+                }
+            }
+        }
+        v
     }
 }
 
@@ -1350,10 +1362,22 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
         }
     };
     if let (Some(a), Some(n)) = (tag(k::DT_STRTAB), tag(k::DT_STRSZ)) {
-        let dynsec = by_type(k::SHT_DYNAMIC);
+        // The string table the loader reads is allocated: `.dynamic`'s sh_link names it (gABI)
+        // when it points at an allocated string table, else the allocated string table at
+        // DT_STRTAB, else the section named `.dynstr`. A non-allocated section that claims the
+        // address describes nothing the loader sees, and no edit has to keep it in step.
+        let dynsec = pdyn
+            .and_then(|pd| {
+                sh.iter()
+                    .find(|s| s.sh_type == k::SHT_DYNAMIC && s.offset == pd.p_offset)
+            })
+            .or_else(|| by_type(k::SHT_DYNAMIC));
+        let loaded_strtab =
+            |s: &&SectionHeader| s.sh_type == k::SHT_STRTAB && s.flags & k::SHF_ALLOC != 0;
         let strsec = dynsec
             .and_then(|d| sh.get(d.link as usize))
-            .filter(|s| s.sh_type == k::SHT_STRTAB)
+            .filter(loaded_strtab)
+            .or_else(|| sh.iter().filter(loaded_strtab).find(|s| s.addr == a))
             .or_else(|| sh.iter().find(|s| s.name == ".dynstr"));
         if let Some(s) = strsec {
             if s.addr != a || s.size != n {
@@ -1430,6 +1454,7 @@ pub fn check_layout(data: &[u8]) -> Vec<String> {
             check_str(&mut v, value, format!("dynamic tag {t:#x}"));
         }
     }
+    v.extend(p.version_count_issues(&dynamic));
     match p.verneed_raw(&dynamic) {
         Err(e) => v.push(format!("verneed: {e}")),
         Ok(vn) => {
