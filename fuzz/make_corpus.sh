@@ -28,9 +28,11 @@ build() { # name cc flags...
   command -v "$cc" >/dev/null || return 0
   local d="$work/$name"
   mkdir -p "$d"
-  if "$cc" "$@" -shared -fPIC -O1 -Wl,-soname,libdep.so -o "$d/libdep.so" "$work/dep.c" 2>/dev/null &&
-    "$cc" "$@" -O1 -o "$d/prog" "$work/main.c" -L"$d" -ldep -lm \
-      -Wl,-rpath,/opt/stubstrip/lib -Wl,--enable-new-dtags 2>/dev/null; then
+  # Sources by relative name: the compiler writes the name it was given into the symbol table,
+  # and a temporary directory there would make every corpus (and so every seeded run) differ.
+  if (cd "$work" && "$cc" "$@" -shared -fPIC -O1 -Wl,-soname,libdep.so -o "$d/libdep.so" dep.c 2>/dev/null) &&
+    (cd "$work" && "$cc" "$@" -O1 -o "$d/prog" main.c -L"$d" -ldep -lm \
+      -Wl,-rpath,/opt/stubstrip/lib -Wl,--enable-new-dtags 2>/dev/null); then
     cp "$d/prog" "$work/$name-prog"
     cp "$d/libdep.so" "$work/$name-libdep.so"
     bins+=("$work/$name-prog" "$work/$name-libdep.so")
