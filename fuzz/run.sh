@@ -7,7 +7,7 @@
 #   KEEP_GOING=1 fuzz/run.sh 3600    fork mode: record crashes in fuzz/artifacts/ and go on
 #   FUZZ_SEED=1 FUZZ_RUNS=20000 fuzz/run.sh 300
 #                                    libFuzzer's seed fixed, at most 20000 inputs per target: with a
-#                                    fresh corpus from make_corpus.sh, nearly the same inputs on every
+#                                    fresh corpus from make_corpus.sh (byte-identical wherever the compilers are), the same inputs on every
 #                                    run (the seconds stay a cap)
 #
 # Stable toolchain only: cargo-fuzz needs nightly's -Z flags (-Zsanitizer, and it passes
