@@ -68,6 +68,9 @@ suite_rust() {
     cargo build --release --workspace &&
     cargo test --workspace --release
 }
+# What the workspace promises about its crates: MSRV (dependencies and clippy's incompatible_msrv),
+# no unused dependencies, no function over 150 lines without a reason, the publish dry runs.
+suite_crates() { python3 tests/crates/check.py; }
 suite_hook() { tests/hook/run.sh; }
 suite_nix() { tests/nix/run.sh; }
 suite_package() { tests/package/run.sh; }
@@ -96,7 +99,7 @@ suite_bench_smoke() {
     python3 bench/tree_bench.py --small --repeat 1
 }
 
-all=(rust hook nix package cross cross_prior sweep wheels demo bench_smoke)
+all=(rust crates hook nix package cross cross_prior sweep wheels demo bench_smoke)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

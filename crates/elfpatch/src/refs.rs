@@ -11,7 +11,7 @@ use object::elf;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::read::Elf;
+use crate::read::{Dynamic, Elf};
 use crate::source::{read_range, Source};
 
 /// A range of the file that is also mapped at `vaddr`.
@@ -96,141 +96,24 @@ pub struct Tables {
 impl Tables {
     /// Loads the tables of `elf` from `src`. Reads only the tables themselves.
     pub fn read<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Tables> {
-        let Some(d) = &e.dynamic else {
-            return Ok(Tables {
-                exact: true,
-                ..Tables::default()
-            });
-        };
-        let f = e.format;
         let mut t = Tables {
             exact: true,
             ..Tables::default()
         };
-        let region_at = |tag: u32, size: u64| -> Result<Option<Region>> {
-            let Some(vaddr) = d.get(tag) else {
-                return Ok(None);
-            };
-            match e.vaddr_to_offset(vaddr, size) {
-                Some(offset) => Ok(Some(Region {
-                    offset,
-                    vaddr,
-                    size,
-                })),
-                None => Err(Error::malformed(
-                    d.offset,
-                    format!(
-                        "{} {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file",
-                        crate::read::tag_name(u64::from(tag))
-                    ),
-                )),
-            }
+        let Some(d) = &e.dynamic else {
+            return Ok(t);
         };
-
-        let mut hash_nchain = None;
-        let hash_word = if e.machine() == elf::EM_S390 && f.class == crate::Class::Elf64 {
-            8
-        } else {
-            4
-        };
-        if let Some(r) = region_at(elf::DT_HASH, 2 * hash_word)? {
-            let head = read_range(src, r.offset, 2 * hash_word, "DT_HASH header")?;
-            let (nbucket, nchain) = if hash_word == 8 {
-                (f.u64(&head[..8]), f.u64(&head[8..]))
-            } else {
-                (u64::from(f.u32(&head[..4])), u64::from(f.u32(&head[4..])))
-            };
-            let size = nbucket
-                .checked_add(nchain)
-                .and_then(|n| n.checked_add(2))
-                .and_then(|n| n.checked_mul(hash_word))
-                .ok_or_else(|| Error::malformed(r.offset, "DT_HASH sizes overflow"))?;
-            t.hash = region_at(elf::DT_HASH, size)?;
-            if t.hash.is_none() {
-                return Err(Error::malformed(
-                    r.offset,
-                    "DT_HASH table extends past what its segment maps from the file",
-                ));
-            }
-            hash_nchain = Some(nchain);
-        }
-        let mut gnu_count = None;
-        if let Some(r) = region_at(elf::DT_GNU_HASH, 16)? {
-            let (size, count) = walk_gnu_hash(src, e, r)?;
-            t.gnu_hash = Some(Region { size, ..r });
-            gnu_count = Some(count);
-        }
-
-        // The symbol count: the section says it best; otherwise the hash tables.
-        let symtab = d.get(elf::DT_SYMTAB);
-        let section = e
-            .sections
-            .iter()
-            .find(|s| s.shdr.sh_type == elf::SHT_DYNSYM && Some(s.shdr.sh_addr) == symtab);
-        // Every source of the count, and the largest: the loader looks symbols up through the
-        // hash tables, so names they reach must be protected even past the section's size.
-        let count = [
-            section.map(|s| s.shdr.sh_size / f.sym_size() as u64),
-            hash_nchain,
-            gnu_count,
-        ]
-        .into_iter()
-        .flatten()
-        .max();
-        if let (Some(vaddr), Some(count)) = (symtab, count) {
-            let size = count
-                .checked_mul(f.sym_size() as u64)
-                .ok_or_else(|| Error::malformed(d.offset, "symbol count overflows"))?;
-            let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
-                return Err(Error::malformed(
-                    d.offset,
-                    format!("DT_SYMTAB {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
-                ));
-            };
-            let bytes = read_range(src, offset, size, "dynamic symbol table")?;
-            let syms: Vec<_> = bytes
-                .chunks_exact(f.sym_size())
-                .map(|c| f.decode_sym(c))
-                .collect();
-            let names = syms.iter().map(|s| s.st_name).collect();
-            let max_size = syms.iter().map(|s| s.st_size).max().unwrap_or(0);
-            t.dynsym = Some(SymTable {
-                region: Region {
-                    offset,
-                    vaddr,
-                    size,
-                },
-                names,
-                max_size,
-                section: section.map(|s| s.index),
-            });
-        } else if symtab.is_some() {
+        let r = TableReader { src, e, d };
+        let sysv = r.sysv_hash()?;
+        t.hash = sysv.map(|h| h.region);
+        let gnu = r.gnu_hash()?;
+        t.gnu_hash = gnu.map(|h| h.region);
+        t.dynsym = r.dynsym(sysv.map(|h| h.symbols), gnu.map(|h| h.symbols))?;
+        if t.dynsym.is_none() && d.get(elf::DT_SYMTAB).is_some() {
             // Symbol names we cannot enumerate may point anywhere into the table.
             t.exact = false;
         }
-
-        if let (Some(vaddr), Some(n)) = (
-            d.get(elf::DT_VERSYM),
-            t.dynsym.as_ref().map(|s| s.names.len()),
-        ) {
-            let size = 2 * n as u64;
-            let Some(offset) = e.vaddr_to_offset(vaddr, size) else {
-                return Err(Error::malformed(
-                    d.offset,
-                    format!("DT_VERSYM {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
-                ));
-            };
-            let bytes = read_range(src, offset, size, "symbol version table")?;
-            let values = bytes.chunks_exact(2).map(|c| f.u16(c)).collect();
-            t.versym = Some((
-                Region {
-                    offset,
-                    vaddr,
-                    size,
-                },
-                values,
-            ));
-        }
+        t.versym = r.versym(t.dynsym.as_ref().map(|s| s.names.len()))?;
         // glibc follows vn_next / vd_next to the end of the chain whatever DT_VERNEEDNUM and
         // DT_VERDEFNUM say; so do we, so that every name it reads is known.
         if let Some(vaddr) = d.get(elf::DT_VERNEED) {
@@ -239,22 +122,8 @@ impl Tables {
         if let Some(vaddr) = d.get(elf::DT_VERDEF) {
             t.verdef = Some(read_verdef(src, e, vaddr)?);
         }
-
-        // A section we do not understand that links to .dynstr may hold offsets into it.
-        if let Some(strsec) = e.strtab.as_ref().and_then(|s| s.section) {
-            let known = [
-                elf::SHT_DYNSYM,
-                elf::SHT_DYNAMIC,
-                elf::SHT_GNU_VERNEED,
-                elf::SHT_GNU_VERDEF,
-            ];
-            if e.sections.iter().any(|s| {
-                s.shdr.sh_link as usize == strsec
-                    && s.index != 0
-                    && !known.contains(&s.shdr.sh_type)
-            }) {
-                t.exact = false;
-            }
+        if unknown_dynstr_users(e) {
+            t.exact = false;
         }
         Ok(t)
     }
@@ -276,6 +145,165 @@ impl Tables {
             .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n)));
         syms.chain(need).chain(def)
     }
+}
+
+/// A hash table's extent and the number of dynamic symbols it implies.
+#[derive(Clone, Copy)]
+struct HashExtent {
+    region: Region,
+    symbols: u64,
+}
+
+/// Reads the tables the dynamic array `d` of `e` points at, one at a time.
+struct TableReader<'a, S: Source + ?Sized> {
+    src: &'a S,
+    e: &'a Elf,
+    d: &'a Dynamic,
+}
+
+impl<S: Source + ?Sized> TableReader<'_, S> {
+    /// The `size` bytes at `vaddr`, which `tag` points at; an error when no `PT_LOAD` maps them
+    /// from the file.
+    fn region(&self, tag: u32, vaddr: u64, size: u64) -> Result<Region> {
+        match self.e.vaddr_to_offset(vaddr, size) {
+            Some(offset) => Ok(Region {
+                offset,
+                vaddr,
+                size,
+            }),
+            None => Err(Error::malformed(
+                self.d.offset,
+                format!(
+                    "{} {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file",
+                    crate::read::tag_name(u64::from(tag))
+                ),
+            )),
+        }
+    }
+
+    /// The `size` bytes `tag` points at, if the file has the tag.
+    fn region_at(&self, tag: u32, size: u64) -> Result<Option<Region>> {
+        match self.d.get(tag) {
+            Some(vaddr) => self.region(tag, vaddr, size).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// `DT_HASH`: its header gives its size and the symbol count (`nchain`).
+    fn sysv_hash(&self) -> Result<Option<HashExtent>> {
+        let f = self.e.format;
+        let hash_word = if self.e.machine() == elf::EM_S390 && f.class == crate::Class::Elf64 {
+            8
+        } else {
+            4
+        };
+        let Some(r) = self.region_at(elf::DT_HASH, 2 * hash_word)? else {
+            return Ok(None);
+        };
+        let head = read_range(self.src, r.offset, 2 * hash_word, "DT_HASH header")?;
+        let (nbucket, nchain) = if hash_word == 8 {
+            (f.u64(&head[..8]), f.u64(&head[8..]))
+        } else {
+            (u64::from(f.u32(&head[..4])), u64::from(f.u32(&head[4..])))
+        };
+        let size = nbucket
+            .checked_add(nchain)
+            .and_then(|n| n.checked_add(2))
+            .and_then(|n| n.checked_mul(hash_word))
+            .ok_or_else(|| Error::malformed(r.offset, "DT_HASH sizes overflow"))?;
+        let Some(region) = self.region_at(elf::DT_HASH, size)? else {
+            return Err(Error::malformed(
+                r.offset,
+                "DT_HASH table extends past what its segment maps from the file",
+            ));
+        };
+        Ok(Some(HashExtent {
+            region,
+            symbols: nchain,
+        }))
+    }
+
+    /// `DT_GNU_HASH`: its size and symbol count come from walking it.
+    fn gnu_hash(&self) -> Result<Option<HashExtent>> {
+        let Some(r) = self.region_at(elf::DT_GNU_HASH, 16)? else {
+            return Ok(None);
+        };
+        let (size, symbols) = walk_gnu_hash(self.src, self.e, r)?;
+        Ok(Some(HashExtent {
+            region: Region { size, ..r },
+            symbols,
+        }))
+    }
+
+    /// `.dynsym`, when `DT_SYMTAB` exists and some source gives its count: the section, or the
+    /// counts the hash tables imply.
+    fn dynsym(&self, sysv_count: Option<u64>, gnu_count: Option<u64>) -> Result<Option<SymTable>> {
+        let (e, f) = (self.e, self.e.format);
+        let symtab = self.d.get(elf::DT_SYMTAB);
+        let section = e
+            .sections
+            .iter()
+            .find(|s| s.shdr.sh_type == elf::SHT_DYNSYM && Some(s.shdr.sh_addr) == symtab);
+        // Every source of the count, and the largest: the loader looks symbols up through the
+        // hash tables, so names they reach must be protected even past the section's size.
+        let count = [
+            section.map(|s| s.shdr.sh_size / f.sym_size() as u64),
+            sysv_count,
+            gnu_count,
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        let (Some(vaddr), Some(count)) = (symtab, count) else {
+            return Ok(None);
+        };
+        let size = count
+            .checked_mul(f.sym_size() as u64)
+            .ok_or_else(|| Error::malformed(self.d.offset, "symbol count overflows"))?;
+        let region = self.region(elf::DT_SYMTAB, vaddr, size)?;
+        let bytes = read_range(self.src, region.offset, size, "dynamic symbol table")?;
+        let syms: Vec<_> = bytes
+            .chunks_exact(f.sym_size())
+            .map(|c| f.decode_sym(c))
+            .collect();
+        Ok(Some(SymTable {
+            region,
+            names: syms.iter().map(|s| s.st_name).collect(),
+            max_size: syms.iter().map(|s| s.st_size).max().unwrap_or(0),
+            section: section.map(|s| s.index),
+        }))
+    }
+
+    /// `.gnu.version`: one entry for each of the `symbols` dynamic symbols.
+    fn versym(&self, symbols: Option<usize>) -> Result<Option<(Region, Vec<u16>)>> {
+        let (Some(vaddr), Some(n)) = (self.d.get(elf::DT_VERSYM), symbols) else {
+            return Ok(None);
+        };
+        let size = 2 * n as u64;
+        let region = self.region(elf::DT_VERSYM, vaddr, size)?;
+        let bytes = read_range(self.src, region.offset, size, "symbol version table")?;
+        let f = self.e.format;
+        Ok(Some((
+            region,
+            bytes.chunks_exact(2).map(|c| f.u16(c)).collect(),
+        )))
+    }
+}
+
+/// Whether a section we do not understand links to `.dynstr`: it may hold offsets into it.
+fn unknown_dynstr_users(e: &Elf) -> bool {
+    let Some(strsec) = e.strtab.as_ref().and_then(|s| s.section) else {
+        return false;
+    };
+    let known = [
+        elf::SHT_DYNSYM,
+        elf::SHT_DYNAMIC,
+        elf::SHT_GNU_VERNEED,
+        elf::SHT_GNU_VERDEF,
+    ];
+    e.sections.iter().any(|s| {
+        s.shdr.sh_link as usize == strsec && s.index != 0 && !known.contains(&s.shdr.sh_type)
+    })
 }
 
 /// Walks a GNU hash table to find its size and the number of dynamic symbols it implies.

@@ -426,166 +426,291 @@ fn build_id(spec: &Spec) -> [u8; 20] {
     out
 }
 
-fn plan(spec: &Spec) -> Result<Plan, SpecError> {
-    validate(spec)?;
-    let enc = Enc {
-        is64: spec.class == Class::Elf64,
-        big: spec.endian == Endian::Big,
-    };
-    let ws = enc.ws();
-    let page = spec.page_size;
-    let base = spec.base;
-    let (ehsize, phentsize, shentsize) = if enc.is64 {
-        (64u64, 56u64, 64u64)
-    } else {
-        (52, 32, 40)
-    };
+/// The sizes of the ELF header and of one program and one section header, for the class.
+struct HeaderSizes {
+    ehdr: u64,
+    phdr: u64,
+    shdr: u64,
+}
 
-    // --- .dynstr -----------------------------------------------------------
-    let rpath_shared = spec.shared_rpath_runpath && spec.rpath.is_some() && spec.runpath.is_some();
-    let mut strs: Vec<&str> = Vec::new();
-    strs.extend(spec.needed.iter().map(String::as_str));
-    strs.extend(spec.soname.as_deref());
-    if !rpath_shared {
-        strs.extend(spec.rpath.as_deref());
-    }
-    strs.extend(spec.runpath.as_deref());
-    strs.extend(spec.dynsyms.iter().map(String::as_str));
-    for (f, vs) in &spec.verneed {
-        strs.push(f);
-        strs.extend(vs.iter().map(String::as_str));
-    }
-    strs.extend(spec.verdef.iter().map(String::as_str));
-    let dynstr = StrTab::build(strs, spec.tail_merge);
-
-    // --- .dynsym order and hash parameters ---------------------------------
-    let nundef = spec.undefined_dynsyms;
-    let ndyn = spec.dynsyms.len();
-    let ndef = ndyn - nundef;
-    let nsyms = ndyn + 1;
-    let gnu_nb = bucket_count(ndef);
-    let mut order: Vec<usize> = (0..ndyn).collect();
-    if spec.hash.gnu() {
-        order[nundef..].sort_by_key(|&i| gnu_hash(spec.dynsyms[i].as_bytes()) % gnu_nb);
-    }
-    let names: Vec<&str> = order.iter().map(|&i| spec.dynsyms[i].as_str()).collect();
-    let sysv_nb = bucket_count(nsyms);
-    let hent = spec.machine.hash_entry_size(spec.class);
-    let bloom_bits = ws * 8;
-    let bloom_size = (((2 * ndef as u64).div_ceil(bloom_bits)).max(1)).next_power_of_two();
-    let bloom_shift: u32 = if enc.is64 { 6 } else { 5 };
-
-    // --- versions ------------------------------------------------------------
-    let has_versions = !spec.verneed.is_empty() || !spec.verdef.is_empty();
-    let first_need_idx = spec.verdef.len().max(1) as u16 + 1;
-    let mut aux: Vec<u16> = Vec::new(); // vna_other of each vernaux, flattened
-    {
-        let mut idx = first_need_idx;
-        for (_, vs) in &spec.verneed {
-            for _ in vs {
-                aux.push(idx);
-                idx += 1;
+impl HeaderSizes {
+    fn of(enc: Enc) -> HeaderSizes {
+        if enc.is64 {
+            HeaderSizes {
+                ehdr: 64,
+                phdr: 56,
+                shdr: 64,
+            }
+        } else {
+            HeaderSizes {
+                ehdr: 52,
+                phdr: 32,
+                shdr: 40,
             }
         }
     }
-    let versym: Vec<u16> = (0..ndyn)
-        .map(|k| {
-            if k < nundef {
-                if aux.is_empty() {
-                    1
+}
+
+/// The dynamic symbols in `.dynsym` order, and the parameters of the hash tables over them.
+struct DynSymbols<'a> {
+    /// Entry `i + 1` of `.dynsym` is `spec.dynsyms[order[i]]`.
+    order: Vec<usize>,
+    /// The names in that order.
+    names: Vec<&'a str>,
+    /// How many come first, undefined.
+    undefined: usize,
+    /// How many are defined (the ones `.gnu.hash` covers).
+    defined: usize,
+    /// Entries of `.dynsym`, the null symbol included.
+    entries: usize,
+    /// `.hash` buckets.
+    sysv_buckets: u32,
+    /// Size of a `.hash` word (8 on 64-bit s390x, else 4).
+    hash_entry: u64,
+    /// `.gnu.hash` buckets.
+    gnu_buckets: u32,
+    /// Bits in one bloom filter word.
+    bloom_bits: u64,
+    /// Words of the bloom filter.
+    bloom_words: u64,
+    /// The bloom filter's second hash shift.
+    bloom_shift: u32,
+}
+
+impl<'a> DynSymbols<'a> {
+    fn of(spec: &'a Spec, enc: Enc) -> DynSymbols<'a> {
+        let undefined = spec.undefined_dynsyms;
+        let total = spec.dynsyms.len();
+        let defined = total - undefined;
+        let gnu_buckets = bucket_count(defined);
+        // GNU ld sorts the defined symbols by their GNU hash bucket, as the table requires.
+        let mut order: Vec<usize> = (0..total).collect();
+        if spec.hash.gnu() {
+            order[undefined..].sort_by_key(|&i| gnu_hash(spec.dynsyms[i].as_bytes()) % gnu_buckets);
+        }
+        let names = order.iter().map(|&i| spec.dynsyms[i].as_str()).collect();
+        let bloom_bits = enc.ws() * 8;
+        DynSymbols {
+            order,
+            names,
+            undefined,
+            defined,
+            entries: total + 1,
+            sysv_buckets: bucket_count(total + 1),
+            hash_entry: spec.machine.hash_entry_size(spec.class),
+            gnu_buckets,
+            bloom_bits,
+            bloom_words: (((2 * defined as u64).div_ceil(bloom_bits)).max(1)).next_power_of_two(),
+            bloom_shift: if enc.is64 { 6 } else { 5 },
+        }
+    }
+}
+
+/// The version indices: of every needed version, and of every dynamic symbol.
+struct Versions {
+    /// Whether `.gnu.version` is written (some version is needed or defined).
+    present: bool,
+    /// `vna_other` of every needed version, in `spec.verneed` order, flattened.
+    need_indices: Vec<u16>,
+    /// The version index of each of `spec.dynsyms` (in the spec's order): undefined symbols take
+    /// the needed versions in turn, defined ones the non-base definitions.
+    of_symbol: Vec<u16>,
+}
+
+impl Versions {
+    fn of(spec: &Spec) -> Versions {
+        let first_need_index = spec.verdef.len().max(1) as u16 + 1;
+        let mut need_indices: Vec<u16> = Vec::new();
+        let mut index = first_need_index;
+        for (_, versions) in &spec.verneed {
+            for _ in versions {
+                need_indices.push(index);
+                index += 1;
+            }
+        }
+        let undefined = spec.undefined_dynsyms;
+        let of_symbol = (0..spec.dynsyms.len())
+            .map(|k| {
+                if k < undefined {
+                    if need_indices.is_empty() {
+                        1
+                    } else {
+                        need_indices[k % need_indices.len()]
+                    }
+                } else if spec.verdef.len() > 1 {
+                    2 + ((k - undefined) % (spec.verdef.len() - 1)) as u16
                 } else {
-                    aux[k % aux.len()]
+                    1
                 }
-            } else if spec.verdef.len() > 1 {
-                2 + ((k - nundef) % (spec.verdef.len() - 1)) as u16
-            } else {
-                1
+            })
+            .collect();
+        Versions {
+            present: !spec.verneed.is_empty() || !spec.verdef.is_empty(),
+            need_indices,
+            of_symbol,
+        }
+    }
+}
+
+/// The sections of each part of the file, in file order, and their section header indices.
+struct SectionOrder {
+    /// In the first `PT_LOAD`, after the program headers.
+    first: Vec<Id>,
+    /// In the executable `PT_LOAD`.
+    text: Vec<Id>,
+    /// In the writable `PT_LOAD`.
+    rw: Vec<Id>,
+    /// Not loaded (only with section headers).
+    nonalloc: Vec<Id>,
+    /// All of them, in order.
+    all: Vec<Id>,
+    /// Section header index of each.
+    index: HashMap<Id, u16>,
+}
+
+impl SectionOrder {
+    fn of(spec: &Spec, has_versions: bool) -> SectionOrder {
+        let mut first: Vec<Id> = Vec::new();
+        if spec.interp.is_some() {
+            first.push(Id::Interp);
+        }
+        first.push(Id::Note);
+        if spec.hash.sysv() {
+            first.push(Id::Hash);
+        }
+        if spec.hash.gnu() {
+            first.push(Id::GnuHash);
+        }
+        first.push(Id::Dynsym);
+        first.push(Id::Dynstr);
+        if has_versions {
+            first.push(Id::Versym);
+        }
+        if !spec.verdef.is_empty() {
+            first.push(Id::Verdef);
+        }
+        if !spec.verneed.is_empty() {
+            first.push(Id::Verneed);
+        }
+        let mut text: Vec<Id> = vec![Id::Init, Id::Text, Id::Fini];
+        match spec.first_after_phdrs {
+            AfterPhdrs::Interp => {}
+            AfterPhdrs::Text => {
+                text.remove(0);
+                first.insert(0, Id::Init);
             }
-        })
-        .collect();
-
-    // --- section lists ---------------------------------------------------------
-    let has_rld_map = spec.has_rld_map();
-    let shdrs = spec.with_section_headers;
-    let mut first: Vec<Id> = Vec::new();
-    if spec.interp.is_some() {
-        first.push(Id::Interp);
-    }
-    first.push(Id::Note);
-    if spec.hash.sysv() {
-        first.push(Id::Hash);
-    }
-    if spec.hash.gnu() {
-        first.push(Id::GnuHash);
-    }
-    first.push(Id::Dynsym);
-    first.push(Id::Dynstr);
-    if has_versions {
-        first.push(Id::Versym);
-    }
-    if !spec.verdef.is_empty() {
-        first.push(Id::Verdef);
-    }
-    if !spec.verneed.is_empty() {
-        first.push(Id::Verneed);
-    }
-    let mut text: Vec<Id> = vec![Id::Init, Id::Text, Id::Fini];
-    match spec.first_after_phdrs {
-        AfterPhdrs::Interp => {}
-        AfterPhdrs::Text => {
-            text.remove(0);
-            first.insert(0, Id::Init);
+            AfterPhdrs::Dynsym => {
+                first.retain(|&i| i != Id::Dynsym);
+                first.insert(0, Id::Dynsym);
+            }
         }
-        AfterPhdrs::Dynsym => {
-            first.retain(|&i| i != Id::Dynsym);
-            first.insert(0, Id::Dynsym);
+        let mut rw: Vec<Id> = vec![Id::Dynamic];
+        if spec.has_rld_map() {
+            rw.push(Id::RldMap);
+        }
+        rw.push(Id::Data);
+        if spec.bss_size > 0 {
+            rw.push(Id::Bss);
+        }
+        let mut nonalloc: Vec<Id> = Vec::new();
+        if spec.with_section_headers {
+            nonalloc.push(Id::Comment);
+            if spec.symtab {
+                nonalloc.push(Id::Symtab);
+                nonalloc.push(Id::Strtab);
+            }
+            nonalloc.push(Id::Shstrtab);
+        }
+        let all: Vec<Id> = first
+            .iter()
+            .chain(&text)
+            .chain(&rw)
+            .chain(&nonalloc)
+            .copied()
+            .collect();
+        let index = all
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i as u16 + 1))
+            .collect();
+        SectionOrder {
+            first,
+            text,
+            rw,
+            nonalloc,
+            all,
+            index,
         }
     }
-    let mut rw: Vec<Id> = vec![Id::Dynamic];
-    if has_rld_map {
-        rw.push(Id::RldMap);
+
+    /// The section header index of `id` (0 when the file has no such section).
+    fn idx(&self, id: Id) -> u16 {
+        self.index.get(&id).copied().unwrap_or(0)
     }
-    rw.push(Id::Data);
-    if spec.bss_size > 0 {
-        rw.push(Id::Bss);
+
+    /// How many sections are allocated (they come first).
+    fn alloc_count(&self) -> usize {
+        self.first.len() + self.text.len() + self.rw.len()
     }
-    let mut nonalloc: Vec<Id> = Vec::new();
-    if shdrs {
-        nonalloc.push(Id::Comment);
-        if spec.symtab {
-            nonalloc.push(Id::Symtab);
-            nonalloc.push(Id::Strtab);
+}
+
+/// The file before placement: its string tables, symbols, versions and sections in order.
+struct Draft<'a> {
+    spec: &'a Spec,
+    enc: Enc,
+    headers: HeaderSizes,
+    dynstr: StrTab,
+    /// `DT_RPATH` points at the RUNPATH string ([`Spec::shared_rpath_runpath`], both set).
+    rpath_shared: bool,
+    syms: DynSymbols<'a>,
+    versions: Versions,
+    sections: SectionOrder,
+    /// Entries of `.symtab`: the null symbol, one per allocated section, then the named ones.
+    symtab_entries: usize,
+    strtab: StrTab,
+    shstrtab: StrTab,
+}
+
+impl<'a> Draft<'a> {
+    fn new(spec: &'a Spec) -> Draft<'a> {
+        let enc = Enc {
+            is64: spec.class == Class::Elf64,
+            big: spec.endian == Endian::Big,
+        };
+        let rpath_shared =
+            spec.shared_rpath_runpath && spec.rpath.is_some() && spec.runpath.is_some();
+        let syms = DynSymbols::of(spec, enc);
+        let versions = Versions::of(spec);
+        let sections = SectionOrder::of(spec, versions.present);
+        // .symtab names (their values come after placement)
+        let mut symtab_names: Vec<&str> = vec!["", "_DYNAMIC", "_init", "_fini"];
+        if spec.is_executable() {
+            symtab_names.push("_start");
         }
-        nonalloc.push(Id::Shstrtab);
+        symtab_names.extend(syms.names.iter().copied());
+        let symtab_entries = 1 + sections.alloc_count() + symtab_names.len() - 1;
+        let strtab = StrTab::build(symtab_names.iter().copied(), spec.tail_merge);
+        let shstrtab = StrTab::build(sections.all.iter().map(|i| i.name()), false);
+        Draft {
+            spec,
+            enc,
+            headers: HeaderSizes::of(enc),
+            dynstr: dynstr_of(spec, rpath_shared),
+            rpath_shared,
+            syms,
+            versions,
+            sections,
+            symtab_entries,
+            strtab,
+            shstrtab,
+        }
     }
-    let all: Vec<Id> = first
-        .iter()
-        .chain(&text)
-        .chain(&rw)
-        .chain(&nonalloc)
-        .copied()
-        .collect();
-    let index: HashMap<Id, u16> = all
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i as u16 + 1))
-        .collect();
-    let idx = |id: Id| -> u16 { index.get(&id).copied().unwrap_or(0) };
-    let is_executable = spec.is_executable();
 
-    // .symtab names (values come after placement)
-    let alloc_count = first.len() + text.len() + rw.len();
-    let mut symtab_names: Vec<&str> = vec!["", "_DYNAMIC", "_init", "_fini"];
-    if is_executable {
-        symtab_names.push("_start");
-    }
-    symtab_names.extend(names.iter().copied());
-    let nsymtab = 1 + alloc_count + symtab_names.len() - 1;
-    let strtab = StrTab::build(symtab_names.iter().copied(), spec.tail_merge);
-    let shstrtab = StrTab::build(all.iter().map(|i| i.name()), false);
-
-    // .dynamic entry count (values come after placement)
-    let dyn_entries = |addr: &dyn Fn(Id) -> u64| -> Vec<(u64, u64)> {
+    /// The `.dynamic` entries, `(d_tag, d_val)`, with the sections at `addr(id)`; their number
+    /// does not depend on the addresses.
+    fn dynamic_entries(&self, addr: &dyn Fn(Id) -> u64) -> Vec<(u64, u64)> {
+        let spec = self.spec;
+        let dynstr = &self.dynstr;
         let mut d: Vec<(u64, u64)> = Vec::new();
         for n in &spec.needed {
             d.push((elf::DT_NEEDED.into(), dynstr.offset(n)));
@@ -594,7 +719,7 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             d.push((elf::DT_SONAME.into(), dynstr.offset(s)));
         }
         if let Some(s) = &spec.rpath {
-            let s = if rpath_shared {
+            let s = if self.rpath_shared {
                 spec.runpath.as_ref().unwrap()
             } else {
                 s
@@ -613,10 +738,10 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         d.push((elf::DT_STRTAB.into(), addr(Id::Dynstr)));
         d.push((elf::DT_SYMTAB.into(), addr(Id::Dynsym)));
         d.push((elf::DT_STRSZ.into(), dynstr.bytes.len() as u64));
-        d.push((elf::DT_SYMENT.into(), enc.sym_size()));
+        d.push((elf::DT_SYMENT.into(), self.enc.sym_size()));
         d.push((elf::DT_INIT.into(), addr(Id::Init)));
         d.push((elf::DT_FINI.into(), addr(Id::Fini)));
-        if has_versions {
+        if self.versions.present {
             d.push((elf::DT_VERSYM.into(), addr(Id::Versym)));
         }
         if !spec.verneed.is_empty() {
@@ -627,13 +752,14 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             d.push((elf::DT_VERDEF.into(), addr(Id::Verdef)));
             d.push((elf::DT_VERDEFNUM.into(), spec.verdef.len() as u64));
         }
-        if is_executable {
+        if spec.is_executable() {
             d.push((elf::DT_DEBUG.into(), 0));
         }
-        if has_rld_map {
-            let slot = addr(Id::Dynamic) + d.len() as u64 * 2 * ws;
+        if spec.has_rld_map() {
+            // Relative to the entry's own address.
+            let slot = addr(Id::Dynamic) + d.len() as u64 * 2 * self.enc.ws();
             let mut rel = addr(Id::RldMap).wrapping_sub(slot);
-            if !enc.is64 {
+            if !self.enc.is64 {
                 rel &= 0xffff_ffff;
             }
             d.push((elf::DT_MIPS_RLD_MAP_REL.into(), rel));
@@ -646,40 +772,54 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             d.push((elf::DT_NULL.into(), 0));
         }
         d
-    };
-    let ndynamic = dyn_entries(&|_| 0).len() as u64;
+    }
 
-    // --- sizes -----------------------------------------------------------------
-    let verneed_size: u64 = spec
-        .verneed
-        .iter()
-        .map(|(_, vs)| 16 + 16 * vs.len() as u64)
-        .sum();
-    let mk = |id: Id| -> Sec {
+    /// Section `id`, sized and aligned, not yet placed.
+    fn section(&self, id: Id) -> Sec {
+        let spec = self.spec;
+        let (enc, ws, syms) = (self.enc, self.enc.ws(), &self.syms);
         let (size, align, entsize) = match id {
             Id::Init | Id::Fini => (INIT_SIZE, 4, 0),
             Id::Interp => (spec.interp.as_ref().map_or(0, |s| s.len() as u64 + 1), 1, 0),
             Id::Note => (NOTE_SIZE, 4, 0),
-            Id::Hash => ((2 + sysv_nb as u64 + nsyms as u64) * hent, hent, hent),
+            Id::Hash => {
+                let hent = syms.hash_entry;
+                let words = 2 + syms.sysv_buckets as u64 + syms.entries as u64;
+                (words * hent, hent, hent)
+            }
             Id::GnuHash => (
-                16 + bloom_size * ws + 4 * gnu_nb as u64 + 4 * ndef as u64,
+                16 + syms.bloom_words * ws + 4 * syms.gnu_buckets as u64 + 4 * syms.defined as u64,
                 ws,
                 if enc.is64 { 0 } else { 4 },
             ),
-            Id::Dynsym => (nsyms as u64 * enc.sym_size(), ws, enc.sym_size()),
-            Id::Dynstr => (dynstr.bytes.len() as u64, 1, 0),
-            Id::Versym => (2 * nsyms as u64, 2, 2),
+            Id::Dynsym => (syms.entries as u64 * enc.sym_size(), ws, enc.sym_size()),
+            Id::Dynstr => (self.dynstr.bytes.len() as u64, 1, 0),
+            Id::Versym => (2 * syms.entries as u64, 2, 2),
             Id::Verdef => (28 * spec.verdef.len() as u64, ws, 0),
-            Id::Verneed => (verneed_size, ws, 0),
+            Id::Verneed => {
+                let size = spec
+                    .verneed
+                    .iter()
+                    .map(|(_, vs)| 16 + 16 * vs.len() as u64)
+                    .sum();
+                (size, ws, 0)
+            }
             Id::Text => (spec.text_size, 16, 0),
-            Id::Dynamic => (ndynamic * 2 * ws, ws, 2 * ws),
+            Id::Dynamic => {
+                let entries = self.dynamic_entries(&|_| 0).len() as u64;
+                (entries * 2 * ws, ws, 2 * ws)
+            }
             Id::RldMap => (ws, ws, 0),
             Id::Data => (DATA_SIZE, ws, 0),
             Id::Bss => (spec.bss_size, ws, 0),
             Id::Comment => (COMMENT.len() as u64, 1, 1),
-            Id::Symtab => (nsymtab as u64 * enc.sym_size(), ws, enc.sym_size()),
-            Id::Strtab => (strtab.bytes.len() as u64, 1, 0),
-            Id::Shstrtab => (shstrtab.bytes.len() as u64, 1, 0),
+            Id::Symtab => (
+                self.symtab_entries as u64 * enc.sym_size(),
+                ws,
+                enc.sym_size(),
+            ),
+            Id::Strtab => (self.strtab.bytes.len() as u64, 1, 0),
+            Id::Shstrtab => (self.shstrtab.bytes.len() as u64, 1, 0),
         };
         Sec {
             id,
@@ -689,26 +829,105 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             offset: 0,
             addr: 0,
         }
-    };
-
-    // --- placement -------------------------------------------------------------
-    let phnum = spec.pt_phdr as u64
-        + spec.interp.is_some() as u64
-        + 3 // PT_LOADs
-        + 3 // PT_DYNAMIC, PT_NOTE, PT_GNU_STACK
-        + spec.pt_null_slots as u64;
-    let phoff = ehsize;
-    let mut secs: Vec<Sec> = Vec::new();
-    let mut off = phoff + phnum * phentsize + spec.phdr_slack as u64;
-    for &id in &first {
-        let mut s = mk(id);
-        off = align_up(off, s.align);
-        s.offset = off;
-        s.addr = base + off;
-        off += s.size;
-        secs.push(s);
     }
-    let end1 = off;
+
+    /// Program headers: `PT_PHDR`, `PT_INTERP`, three `PT_LOAD`s, `PT_DYNAMIC`, `PT_NOTE`,
+    /// `PT_GNU_STACK` and the spare `PT_NULL`s.
+    fn phnum(&self) -> u64 {
+        let spec = self.spec;
+        spec.pt_phdr as u64
+            + spec.interp.is_some() as u64
+            + 3 // PT_LOADs
+            + 3 // PT_DYNAMIC, PT_NOTE, PT_GNU_STACK
+            + spec.pt_null_slots as u64
+    }
+
+    /// Lays `ids` out one after the other from file offset `off`, each at address
+    /// `vaddr(offset)`; returns the offset after the last.
+    fn place_run(
+        &self,
+        ids: &[Id],
+        mut off: u64,
+        vaddr: impl Fn(u64) -> u64,
+        secs: &mut Vec<Sec>,
+    ) -> u64 {
+        for &id in ids {
+            let mut s = self.section(id);
+            off = align_up(off, s.align);
+            s.offset = off;
+            s.addr = vaddr(off);
+            off += s.size;
+            secs.push(s);
+        }
+        off
+    }
+}
+
+/// `.dynstr`: every name the dynamic section, the symbols and the version records use.
+fn dynstr_of(spec: &Spec, rpath_shared: bool) -> StrTab {
+    let mut strs: Vec<&str> = Vec::new();
+    strs.extend(spec.needed.iter().map(String::as_str));
+    strs.extend(spec.soname.as_deref());
+    if !rpath_shared {
+        strs.extend(spec.rpath.as_deref());
+    }
+    strs.extend(spec.runpath.as_deref());
+    strs.extend(spec.dynsyms.iter().map(String::as_str));
+    for (f, vs) in &spec.verneed {
+        strs.push(f);
+        strs.extend(vs.iter().map(String::as_str));
+    }
+    strs.extend(spec.verdef.iter().map(String::as_str));
+    StrTab::build(strs, spec.tail_merge)
+}
+
+/// Where every section and segment of the file lies.
+struct Placement {
+    /// The sections in file (and section header) order.
+    secs: Vec<Sec>,
+    /// Index into `secs` of each section.
+    sec_of: HashMap<Id, usize>,
+    phoff: u64,
+    phnum: u64,
+    /// `p_filesz` (and `p_memsz`) of the first `PT_LOAD`: short of its end with
+    /// [`Spec::tail_bytes`].
+    first_filesz: u64,
+    /// The executable `PT_LOAD`'s file range.
+    text_off: u64,
+    text_end: u64,
+    /// The writable `PT_LOAD`: file offset, address, end of its file part and of its memory.
+    rw_off: u64,
+    rw_vaddr: u64,
+    rw_file_end: u64,
+    mem_end: u64,
+    /// `e_shoff` (0 without section headers).
+    shoff: u64,
+    file_size: u64,
+}
+
+impl Placement {
+    /// The address of section `id` (0 when the file has none).
+    fn addr(&self, id: Id) -> u64 {
+        self.sec_of.get(&id).map_or(0, |&i| self.secs[i].addr)
+    }
+
+    fn sec(&self, id: Id) -> &Sec {
+        &self.secs[self.sec_of[&id]]
+    }
+}
+
+/// Places the sections the way GNU ld does: the read-only tables after the program headers, the
+/// code from the next page, the writable data on the page after the code (same offset in the
+/// page), the non-allocated sections and the section headers at the end.
+fn place(d: &Draft) -> Result<Placement, SpecError> {
+    let spec = d.spec;
+    let (enc, ws, page, base) = (d.enc, d.enc.ws(), spec.page_size, spec.base);
+    let order = &d.sections;
+    let phnum = d.phnum();
+    let phoff = d.headers.ehdr;
+    let mut secs: Vec<Sec> = Vec::new();
+    let tables_start = phoff + phnum * d.headers.phdr + spec.phdr_slack as u64;
+    let end1 = d.place_run(&order.first, tables_start, |off| base + off, &mut secs);
     // A first PT_LOAD that stops short of its last tables (Spec::tail_bytes): they stay in the
     // rest of its last 4 KiB page, which the loader maps from the file all the same. The cut
     // never reaches below that page or into the program header table.
@@ -718,27 +937,18 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         let last_page = (end1 - 1) / 0x1000 * 0x1000;
         end1.saturating_sub(spec.tail_bytes)
             .max(last_page + 1)
-            .max(phoff + phnum * phentsize)
+            .max(phoff + phnum * d.headers.phdr)
             .min(end1)
     };
     let text_off = align_up(end1, page);
-    off = text_off;
-    for &id in &text {
-        let mut s = mk(id);
-        off = align_up(off, s.align);
-        s.offset = off;
-        s.addr = base + off;
-        off += s.size;
-        secs.push(s);
-    }
-    let text_end = off;
+    let text_end = d.place_run(&order.text, text_off, |off| base + off, &mut secs);
     let rw_off = align_up(text_end, ws);
     let rw_vaddr = align_up(base + text_end, page) + rw_off % page;
     let delta = rw_vaddr - rw_off;
-    off = rw_off;
+    let mut off = rw_off;
     let mut mem_end = rw_vaddr;
-    for &id in &rw {
-        let mut s = mk(id);
+    for &id in &order.rw {
+        let mut s = d.section(id);
         if id == Id::Bss {
             s.addr = align_up(mem_end, s.align);
             s.offset = s.addr - delta;
@@ -753,16 +963,10 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         secs.push(s);
     }
     let rw_file_end = off;
-    for &id in &nonalloc {
-        let mut s = mk(id);
-        off = align_up(off, s.align);
-        s.offset = off;
-        off += s.size;
-        secs.push(s);
-    }
-    let (shoff, file_size) = if shdrs {
+    let off = d.place_run(&order.nonalloc, rw_file_end, |_| 0, &mut secs);
+    let (shoff, file_size) = if spec.with_section_headers {
         let shoff = align_up(off, ws);
-        (shoff, shoff + (all.len() as u64 + 1) * shentsize)
+        (shoff, shoff + (order.all.len() as u64 + 1) * d.headers.shdr)
     } else {
         (0, rw_file_end)
     };
@@ -774,122 +978,158 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
     if usize::try_from(file_size).is_err() {
         return Err(SpecError("file too large for this host".into()));
     }
-    let sec_of: HashMap<Id, usize> = secs.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
-    let addr = |id: Id| -> u64 { sec_of.get(&id).map_or(0, |&i| secs[i].addr) };
-    let sec = |id: Id| -> &Sec { &secs[sec_of[&id]] };
+    let sec_of = secs.iter().enumerate().map(|(i, s)| (s.id, i)).collect();
+    Ok(Placement {
+        secs,
+        sec_of,
+        phoff,
+        phnum,
+        first_filesz,
+        text_off,
+        text_end,
+        rw_off,
+        rw_vaddr,
+        rw_file_end,
+        mem_end,
+        shoff,
+        file_size,
+    })
+}
 
-    // --- contents --------------------------------------------------------------
-    let mut chunks: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut contents: HashMap<Id, Vec<u8>> = HashMap::new();
+/// Deterministic stand-in bytes for code and data sections.
+fn code(salt: u8, len: u64) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(37).wrapping_add(salt) | 1)
+        .collect()
+}
 
-    if let Some(s) = &spec.interp {
-        let mut b = s.as_bytes().to_vec();
-        b.push(0);
-        contents.insert(Id::Interp, b);
-    }
-    {
+/// The contents of each section, by concept.
+impl Draft<'_> {
+    fn note(&self) -> Vec<u8> {
+        let enc = self.enc;
         let mut b = Vec::new();
         enc.u32(&mut b, 4);
         enc.u32(&mut b, 20);
         enc.u32(&mut b, 3); // NT_GNU_BUILD_ID
         b.extend_from_slice(b"GNU\0");
-        b.extend_from_slice(&build_id(spec));
-        contents.insert(Id::Note, b);
+        b.extend_from_slice(&build_id(self.spec));
+        b
     }
-    if spec.hash.sysv() {
-        let mut bucket = vec![0u32; sysv_nb as usize];
-        let mut chain = vec![0u32; nsyms];
-        for (i, n) in names.iter().enumerate() {
+
+    /// `.hash`: every dynamic symbol in its bucket's chain.
+    fn sysv_hash_table(&self) -> Vec<u8> {
+        let (enc, syms) = (self.enc, &self.syms);
+        let nbucket = syms.sysv_buckets;
+        let mut bucket = vec![0u32; nbucket as usize];
+        let mut chain = vec![0u32; syms.entries];
+        for (i, n) in syms.names.iter().enumerate() {
             let si = i + 1;
-            let b = (sysv_hash(n.as_bytes()) % sysv_nb) as usize;
+            let b = (sysv_hash(n.as_bytes()) % nbucket) as usize;
             chain[si] = bucket[b];
             bucket[b] = si as u32;
         }
         let mut b = Vec::new();
         let put = |b: &mut Vec<u8>, v: u32| {
-            if hent == 8 {
+            if syms.hash_entry == 8 {
                 enc.u64(b, v as u64)
             } else {
                 enc.u32(b, v)
             }
         };
-        put(&mut b, sysv_nb);
-        put(&mut b, nsyms as u32);
+        put(&mut b, nbucket);
+        put(&mut b, syms.entries as u32);
         for v in bucket.into_iter().chain(chain) {
             put(&mut b, v);
         }
-        contents.insert(Id::Hash, b);
+        b
     }
-    if spec.hash.gnu() {
-        let symoffset = (nundef + 1) as u32;
-        let hashes: Vec<u32> = names[nundef..]
+
+    /// `.gnu.hash`: the bloom filter, the buckets and the chains over the defined symbols.
+    fn gnu_hash_table(&self) -> Vec<u8> {
+        let (enc, syms) = (self.enc, &self.syms);
+        let (nb, ndef, bloom_bits) = (syms.gnu_buckets, syms.defined, syms.bloom_bits);
+        let symoffset = (syms.undefined + 1) as u32;
+        let hashes: Vec<u32> = syms.names[syms.undefined..]
             .iter()
             .map(|n| gnu_hash(n.as_bytes()))
             .collect();
-        let mut bloom = vec![0u64; bloom_size as usize];
-        let mut buckets = vec![0u32; gnu_nb as usize];
+        let mut bloom = vec![0u64; syms.bloom_words as usize];
+        let mut buckets = vec![0u32; nb as usize];
         let mut chain = vec![0u32; ndef];
         for (k, &h) in hashes.iter().enumerate() {
-            let word = ((h as u64 / bloom_bits) % bloom_size) as usize;
+            let word = ((h as u64 / bloom_bits) % syms.bloom_words) as usize;
             bloom[word] |= 1u64 << (h as u64 % bloom_bits);
-            bloom[word] |= 1u64 << ((h >> bloom_shift) as u64 % bloom_bits);
-            let bk = (h % gnu_nb) as usize;
+            bloom[word] |= 1u64 << ((h >> syms.bloom_shift) as u64 % bloom_bits);
+            let bk = (h % nb) as usize;
             if buckets[bk] == 0 {
                 buckets[bk] = symoffset + k as u32;
             }
-            let last = k + 1 == ndef || hashes[k + 1] % gnu_nb != h % gnu_nb;
+            let last = k + 1 == ndef || hashes[k + 1] % nb != h % nb;
             chain[k] = (h & !1) | last as u32;
         }
         let mut b = Vec::new();
-        enc.u32(&mut b, gnu_nb);
-        enc.u32(&mut b, if ndef == 0 { nsyms as u32 } else { symoffset });
-        enc.u32(&mut b, bloom_size as u32);
-        enc.u32(&mut b, bloom_shift);
+        enc.u32(&mut b, nb);
+        let first = if ndef == 0 {
+            syms.entries as u32
+        } else {
+            symoffset
+        };
+        enc.u32(&mut b, first);
+        enc.u32(&mut b, syms.bloom_words as u32);
+        enc.u32(&mut b, syms.bloom_shift);
         for w in bloom {
             enc.word(&mut b, w);
         }
         for v in buckets.into_iter().chain(chain) {
             enc.u32(&mut b, v);
         }
-        contents.insert(Id::GnuHash, b);
+        b
     }
-    let text_idx = idx(Id::Text);
-    let text_addr = addr(Id::Text);
-    let sym_place = |k: usize| -> (u64, u64) {
-        if spec.text_size == 0 {
+
+    /// The value and size of the `k`-th defined symbol: 16-byte functions through `.text`,
+    /// wrapping around.
+    fn symbol_place(&self, text_addr: u64, k: usize) -> (u64, u64) {
+        let text_size = self.spec.text_size;
+        if text_size == 0 {
             (text_addr, 0)
         } else {
-            let pos = (16 * k as u64) % spec.text_size;
-            (text_addr + pos, (spec.text_size - pos).min(16))
+            let pos = (16 * k as u64) % text_size;
+            (text_addr + pos, (text_size - pos).min(16))
         }
-    };
-    {
+    }
+
+    fn dynsym_table(&self, p: &Placement) -> Vec<u8> {
+        let (enc, syms) = (self.enc, &self.syms);
+        let text_idx = self.sections.idx(Id::Text);
         let mut b = Vec::new();
         enc.sym(&mut b, 0, 0, 0, 0, 0);
-        for (i, n) in names.iter().enumerate() {
+        for (i, n) in syms.names.iter().enumerate() {
             let info = (elf::STB_GLOBAL << 4) | elf::STT_FUNC;
-            if i < nundef {
-                enc.sym(&mut b, dynstr.offset(n) as u32, info, 0, 0, 0);
+            let name = self.dynstr.offset(n) as u32;
+            if i < syms.undefined {
+                enc.sym(&mut b, name, info, 0, 0, 0);
             } else {
-                let (v, sz) = sym_place(i - nundef);
-                enc.sym(&mut b, dynstr.offset(n) as u32, info, text_idx, v, sz);
+                let (v, sz) = self.symbol_place(p.addr(Id::Text), i - syms.undefined);
+                enc.sym(&mut b, name, info, text_idx, v, sz);
             }
         }
-        contents.insert(Id::Dynsym, b);
+        b
     }
-    contents.insert(Id::Dynstr, dynstr.bytes.clone());
-    if has_versions {
+
+    fn versym_table(&self) -> Vec<u8> {
         let mut b = Vec::new();
-        enc.u16(&mut b, 0);
-        for &i in &order {
-            enc.u16(&mut b, versym[i]);
+        self.enc.u16(&mut b, 0);
+        for &i in &self.syms.order {
+            self.enc.u16(&mut b, self.versions.of_symbol[i]);
         }
-        contents.insert(Id::Versym, b);
+        b
     }
-    if !spec.verdef.is_empty() {
+
+    fn verdef_table(&self) -> Vec<u8> {
+        let (enc, verdef) = (self.enc, &self.spec.verdef);
         let mut b = Vec::new();
-        let n = spec.verdef.len();
-        for (i, v) in spec.verdef.iter().enumerate() {
+        let n = verdef.len();
+        for (i, v) in verdef.iter().enumerate() {
             enc.u16(&mut b, 1); // vd_version
             enc.u16(&mut b, if i == 0 { 1 } else { 0 }); // VER_FLG_BASE
             enc.u16(&mut b, i as u16 + 1); // vd_ndx
@@ -897,19 +1137,21 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             enc.u32(&mut b, sysv_hash(v.as_bytes()));
             enc.u32(&mut b, 20); // vd_aux
             enc.u32(&mut b, if i + 1 == n { 0 } else { 28 }); // vd_next
-            enc.u32(&mut b, dynstr.offset(v) as u32); // vda_name
+            enc.u32(&mut b, self.dynstr.offset(v) as u32); // vda_name
             enc.u32(&mut b, 0); // vda_next
         }
-        contents.insert(Id::Verdef, b);
+        b
     }
-    if !spec.verneed.is_empty() {
+
+    fn verneed_table(&self) -> Vec<u8> {
+        let (enc, verneed) = (self.enc, &self.spec.verneed);
         let mut b = Vec::new();
-        let n = spec.verneed.len();
+        let n = verneed.len();
         let mut k = 0;
-        for (i, (f, vs)) in spec.verneed.iter().enumerate() {
+        for (i, (f, vs)) in verneed.iter().enumerate() {
             enc.u16(&mut b, 1); // vn_version
             enc.u16(&mut b, vs.len() as u16); // vn_cnt
-            enc.u32(&mut b, dynstr.offset(f) as u32); // vn_file
+            enc.u32(&mut b, self.dynstr.offset(f) as u32); // vn_file
             enc.u32(&mut b, 16); // vn_aux
             let next = if i + 1 == n {
                 0
@@ -920,151 +1162,195 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             for (j, v) in vs.iter().enumerate() {
                 enc.u32(&mut b, sysv_hash(v.as_bytes())); // vna_hash
                 enc.u16(&mut b, 0); // vna_flags
-                enc.u16(&mut b, aux[k]); // vna_other
-                enc.u32(&mut b, dynstr.offset(v) as u32); // vna_name
+                enc.u16(&mut b, self.versions.need_indices[k]); // vna_other
+                enc.u32(&mut b, self.dynstr.offset(v) as u32); // vna_name
                 enc.u32(&mut b, if j + 1 == vs.len() { 0 } else { 16 }); // vna_next
                 k += 1;
             }
         }
-        contents.insert(Id::Verneed, b);
-    }
-    let code = |salt: u8, len: u64| -> Vec<u8> {
-        (0..len)
-            .map(|i| (i as u8).wrapping_mul(37).wrapping_add(salt) | 1)
-            .collect()
-    };
-    contents.insert(Id::Init, code(0x10, INIT_SIZE));
-    contents.insert(Id::Fini, code(0x20, INIT_SIZE));
-    contents.insert(Id::Text, code(0x30, spec.text_size.min(TEXT_PATTERN_LEN)));
-    contents.insert(Id::Data, code(0x40, DATA_SIZE));
-    if has_rld_map {
-        contents.insert(Id::RldMap, vec![0; ws as usize]);
-    }
-    let dynamic = dyn_entries(&addr);
-    {
-        let mut b = Vec::new();
-        for &(t, v) in &dynamic {
-            enc.word(&mut b, t);
-            enc.word(&mut b, v);
-        }
-        contents.insert(Id::Dynamic, b);
-    }
-    if shdrs {
-        contents.insert(Id::Comment, COMMENT.to_vec());
-        if spec.symtab {
-            let mut b = Vec::new();
-            enc.sym(&mut b, 0, 0, 0, 0, 0);
-            for s in &secs[..alloc_count] {
-                enc.sym(
-                    &mut b,
-                    0,
-                    (elf::STB_LOCAL << 4) | elf::STT_SECTION,
-                    idx(s.id),
-                    s.addr,
-                    0,
-                );
-            }
-            let so = |n: &str| strtab.offset(n) as u32;
-            let dynsec = sec(Id::Dynamic);
-            enc.sym(
-                &mut b,
-                so("_DYNAMIC"),
-                (elf::STB_LOCAL << 4) | elf::STT_OBJECT,
-                idx(Id::Dynamic),
-                dynsec.addr,
-                dynsec.size,
-            );
-            enc.sym(
-                &mut b,
-                so("_init"),
-                (elf::STB_LOCAL << 4) | elf::STT_FUNC,
-                idx(Id::Init),
-                addr(Id::Init),
-                INIT_SIZE,
-            );
-            enc.sym(
-                &mut b,
-                so("_fini"),
-                (elf::STB_LOCAL << 4) | elf::STT_FUNC,
-                idx(Id::Fini),
-                addr(Id::Fini),
-                INIT_SIZE,
-            );
-            let g = (elf::STB_GLOBAL << 4) | elf::STT_FUNC;
-            if is_executable {
-                enc.sym(&mut b, so("_start"), g, text_idx, text_addr, 0);
-            }
-            for (i, n) in names.iter().enumerate() {
-                if i < nundef {
-                    enc.sym(&mut b, so(n), g, 0, 0, 0);
-                } else {
-                    let (v, sz) = sym_place(i - nundef);
-                    enc.sym(&mut b, so(n), g, text_idx, v, sz);
-                }
-            }
-            debug_assert_eq!(b.len() as u64, sec(Id::Symtab).size);
-            contents.insert(Id::Symtab, b);
-            contents.insert(Id::Strtab, strtab.bytes.clone());
-        }
-        contents.insert(Id::Shstrtab, shstrtab.bytes.clone());
-    }
-    for s in &secs {
-        if let Some(b) = contents.remove(&s.id) {
-            debug_assert!(b.len() as u64 <= s.size, "{:?}", s.id);
-            if !b.is_empty() {
-                chunks.push((s.offset, b));
-            }
-        }
+        b
     }
 
-    // --- section headers -------------------------------------------------------------
-    let first_global_symtab = (1 + alloc_count + 3) as u32;
-    let mut placed: Vec<PlacedSection> = vec![PlacedSection {
-        name: String::new(),
-        sh_type: 0,
-        flags: 0,
-        addr: 0,
-        offset: 0,
-        size: 0,
-        link: 0,
-        info: 0,
-        addralign: 0,
-        entsize: 0,
-    }];
-    for s in &secs {
-        let (link, info) = match s.id {
-            Id::Hash | Id::GnuHash | Id::Versym => (idx(Id::Dynsym) as u32, 0),
-            Id::Dynsym => (idx(Id::Dynstr) as u32, 1),
-            Id::Dynamic => (idx(Id::Dynstr) as u32, 0),
-            Id::Verdef => (idx(Id::Dynstr) as u32, spec.verdef.len() as u32),
-            Id::Verneed => (idx(Id::Dynstr) as u32, spec.verneed.len() as u32),
-            Id::Symtab => (idx(Id::Strtab) as u32, first_global_symtab),
-            _ => (0, 0),
-        };
-        placed.push(PlacedSection {
-            name: s.id.name().to_string(),
-            sh_type: s.id.sh_type(),
-            flags: s.id.flags(),
-            addr: if s.id.flags() & u64::from(elf::SHF_ALLOC) != 0 {
-                s.addr
-            } else {
-                0
-            },
-            offset: s.offset,
-            size: s.size,
-            link,
-            info,
-            addralign: s.align,
-            entsize: s.entsize,
-        });
+    fn dynamic_table(&self, dynamic: &[(u64, u64)]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for &(t, v) in dynamic {
+            self.enc.word(&mut b, t);
+            self.enc.word(&mut b, v);
+        }
+        b
     }
-    if shdrs {
+
+    /// `.symtab`: a section symbol per allocated section, `_DYNAMIC`, `_init`, `_fini`,
+    /// `_start` in executables, and the dynamic symbols again.
+    fn symtab_table(&self, p: &Placement) -> Vec<u8> {
+        let (enc, order) = (self.enc, &self.sections);
+        let idx = |id: Id| order.idx(id);
+        let so = |n: &str| self.strtab.offset(n) as u32;
+        let local = |kind: u8| (elf::STB_LOCAL << 4) | kind;
+        let mut b = Vec::new();
+        enc.sym(&mut b, 0, 0, 0, 0, 0);
+        for s in &p.secs[..order.alloc_count()] {
+            enc.sym(&mut b, 0, local(elf::STT_SECTION), idx(s.id), s.addr, 0);
+        }
+        let dynsec = p.sec(Id::Dynamic);
+        let (init, fini) = (idx(Id::Init), idx(Id::Fini));
+        enc.sym(
+            &mut b,
+            so("_DYNAMIC"),
+            local(elf::STT_OBJECT),
+            idx(Id::Dynamic),
+            dynsec.addr,
+            dynsec.size,
+        );
+        let init_addr = p.addr(Id::Init);
+        enc.sym(
+            &mut b,
+            so("_init"),
+            local(elf::STT_FUNC),
+            init,
+            init_addr,
+            INIT_SIZE,
+        );
+        let fini_addr = p.addr(Id::Fini);
+        enc.sym(
+            &mut b,
+            so("_fini"),
+            local(elf::STT_FUNC),
+            fini,
+            fini_addr,
+            INIT_SIZE,
+        );
+        let g = (elf::STB_GLOBAL << 4) | elf::STT_FUNC;
+        let (text_idx, text_addr) = (idx(Id::Text), p.addr(Id::Text));
+        if self.spec.is_executable() {
+            enc.sym(&mut b, so("_start"), g, text_idx, text_addr, 0);
+        }
+        for (i, n) in self.syms.names.iter().enumerate() {
+            if i < self.syms.undefined {
+                enc.sym(&mut b, so(n), g, 0, 0, 0);
+            } else {
+                let (v, sz) = self.symbol_place(text_addr, i - self.syms.undefined);
+                enc.sym(&mut b, so(n), g, text_idx, v, sz);
+            }
+        }
+        debug_assert_eq!(b.len() as u64, p.sec(Id::Symtab).size);
+        b
+    }
+
+    /// The bytes of every section that has any, at its offset, in section order.
+    fn section_chunks(&self, p: &Placement, dynamic: &[(u64, u64)]) -> Vec<(u64, Vec<u8>)> {
+        let spec = self.spec;
+        let mut contents: HashMap<Id, Vec<u8>> = HashMap::new();
+        if let Some(s) = &spec.interp {
+            let mut b = s.as_bytes().to_vec();
+            b.push(0);
+            contents.insert(Id::Interp, b);
+        }
+        contents.insert(Id::Note, self.note());
+        if spec.hash.sysv() {
+            contents.insert(Id::Hash, self.sysv_hash_table());
+        }
+        if spec.hash.gnu() {
+            contents.insert(Id::GnuHash, self.gnu_hash_table());
+        }
+        contents.insert(Id::Dynsym, self.dynsym_table(p));
+        contents.insert(Id::Dynstr, self.dynstr.bytes.clone());
+        if self.versions.present {
+            contents.insert(Id::Versym, self.versym_table());
+        }
+        if !spec.verdef.is_empty() {
+            contents.insert(Id::Verdef, self.verdef_table());
+        }
+        if !spec.verneed.is_empty() {
+            contents.insert(Id::Verneed, self.verneed_table());
+        }
+        contents.insert(Id::Init, code(0x10, INIT_SIZE));
+        contents.insert(Id::Fini, code(0x20, INIT_SIZE));
+        contents.insert(Id::Text, code(0x30, spec.text_size.min(TEXT_PATTERN_LEN)));
+        contents.insert(Id::Data, code(0x40, DATA_SIZE));
+        if spec.has_rld_map() {
+            contents.insert(Id::RldMap, vec![0; self.enc.ws() as usize]);
+        }
+        contents.insert(Id::Dynamic, self.dynamic_table(dynamic));
+        if spec.with_section_headers {
+            contents.insert(Id::Comment, COMMENT.to_vec());
+            if spec.symtab {
+                contents.insert(Id::Symtab, self.symtab_table(p));
+                contents.insert(Id::Strtab, self.strtab.bytes.clone());
+            }
+            contents.insert(Id::Shstrtab, self.shstrtab.bytes.clone());
+        }
+        let mut chunks = Vec::new();
+        for s in &p.secs {
+            if let Some(b) = contents.remove(&s.id) {
+                debug_assert!(b.len() as u64 <= s.size, "{:?}", s.id);
+                if !b.is_empty() {
+                    chunks.push((s.offset, b));
+                }
+            }
+        }
+        chunks
+    }
+}
+
+/// The headers: sections, segments and the ELF header.
+impl Draft<'_> {
+    /// Every section as its header describes it, the null section first.
+    fn section_headers(&self, p: &Placement) -> Vec<PlacedSection> {
+        let order = &self.sections;
+        let idx = |id: Id| order.idx(id) as u32;
+        // The null symbol, the section symbols, and _DYNAMIC, _init, _fini are local.
+        let first_global_symtab = (1 + order.alloc_count() + 3) as u32;
+        let mut placed: Vec<PlacedSection> = vec![PlacedSection {
+            name: String::new(),
+            sh_type: 0,
+            flags: 0,
+            addr: 0,
+            offset: 0,
+            size: 0,
+            link: 0,
+            info: 0,
+            addralign: 0,
+            entsize: 0,
+        }];
+        for s in &p.secs {
+            let (link, info) = match s.id {
+                Id::Hash | Id::GnuHash | Id::Versym => (idx(Id::Dynsym), 0),
+                Id::Dynsym => (idx(Id::Dynstr), 1),
+                Id::Dynamic => (idx(Id::Dynstr), 0),
+                Id::Verdef => (idx(Id::Dynstr), self.spec.verdef.len() as u32),
+                Id::Verneed => (idx(Id::Dynstr), self.spec.verneed.len() as u32),
+                Id::Symtab => (idx(Id::Strtab), first_global_symtab),
+                _ => (0, 0),
+            };
+            placed.push(PlacedSection {
+                name: s.id.name().to_string(),
+                sh_type: s.id.sh_type(),
+                flags: s.id.flags(),
+                addr: if s.id.flags() & u64::from(elf::SHF_ALLOC) != 0 {
+                    s.addr
+                } else {
+                    0
+                },
+                offset: s.offset,
+                size: s.size,
+                link,
+                info,
+                addralign: s.align,
+                entsize: s.entsize,
+            });
+        }
+        placed
+    }
+
+    fn encode_section_headers(&self, placed: &[PlacedSection]) -> Vec<u8> {
+        let enc = self.enc;
         let mut b = Vec::new();
         for (i, p) in placed.iter().enumerate() {
             let name = if i == 0 {
                 0
             } else {
-                shstrtab.offset(&p.name) as u32
+                self.shstrtab.offset(&p.name) as u32
             };
             enc.u32(&mut b, name);
             enc.u32(&mut b, p.sh_type);
@@ -1077,101 +1363,91 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             enc.word(&mut b, p.addralign);
             enc.word(&mut b, p.entsize);
         }
-        chunks.push((shoff, b));
+        b
     }
 
-    // --- program headers ---------------------------------------------------------------
-    let from_sec = |p_type: u32, p_flags: u32, id: Id, align: u64| -> Segment {
-        let s = sec(id);
-        Segment {
+    fn program_headers(&self, p: &Placement) -> Vec<Segment> {
+        let spec = self.spec;
+        let (page, base) = (spec.page_size, spec.base);
+        let from_sec = |p_type: u32, p_flags: u32, id: Id, align: u64| -> Segment {
+            let s = p.sec(id);
+            Segment {
+                p_type,
+                p_flags,
+                offset: s.offset,
+                vaddr: s.addr,
+                filesz: s.size,
+                memsz: s.size,
+                align,
+            }
+        };
+        let load = |p_flags: u32, offset: u64, vaddr: u64, filesz: u64, memsz: u64| Segment {
+            p_type: elf::PT_LOAD,
+            p_flags,
+            offset,
+            vaddr,
+            filesz,
+            memsz,
+            align: page,
+        };
+        let empty = |p_type: u32, p_flags: u32, align: u64| Segment {
             p_type,
             p_flags,
-            offset: s.offset,
-            vaddr: s.addr,
-            filesz: s.size,
-            memsz: s.size,
-            align,
-        }
-    };
-    let mut segs: Vec<Segment> = Vec::new();
-    let phsize = phnum * phentsize;
-    if spec.pt_phdr {
-        segs.push(Segment {
-            p_type: elf::PT_PHDR,
-            p_flags: elf::PF_R,
-            offset: phoff,
-            vaddr: base + phoff,
-            filesz: phsize,
-            memsz: phsize,
-            align: ws,
-        });
-    }
-    if spec.interp.is_some() {
-        segs.push(from_sec(elf::PT_INTERP, elf::PF_R, Id::Interp, 1));
-    }
-    let first_flags = if spec.first_after_phdrs == AfterPhdrs::Text {
-        elf::PF_R | elf::PF_X
-    } else {
-        elf::PF_R
-    };
-    segs.push(Segment {
-        p_type: elf::PT_LOAD,
-        p_flags: first_flags,
-        offset: 0,
-        vaddr: base,
-        filesz: first_filesz,
-        memsz: first_filesz,
-        align: page,
-    });
-    segs.push(Segment {
-        p_type: elf::PT_LOAD,
-        p_flags: elf::PF_R | elf::PF_X,
-        offset: text_off,
-        vaddr: base + text_off,
-        filesz: text_end - text_off,
-        memsz: text_end - text_off,
-        align: page,
-    });
-    segs.push(Segment {
-        p_type: elf::PT_LOAD,
-        p_flags: elf::PF_R | elf::PF_W,
-        offset: rw_off,
-        vaddr: rw_vaddr,
-        filesz: rw_file_end - rw_off,
-        memsz: mem_end - rw_vaddr,
-        align: page,
-    });
-    segs.push(from_sec(
-        elf::PT_DYNAMIC,
-        elf::PF_R | elf::PF_W,
-        Id::Dynamic,
-        ws,
-    ));
-    segs.push(from_sec(elf::PT_NOTE, elf::PF_R, Id::Note, 4));
-    segs.push(Segment {
-        p_type: elf::PT_GNU_STACK,
-        p_flags: elf::PF_R | elf::PF_W,
-        offset: 0,
-        vaddr: 0,
-        filesz: 0,
-        memsz: 0,
-        align: 16,
-    });
-    for _ in 0..spec.pt_null_slots {
-        segs.push(Segment {
-            p_type: elf::PT_NULL,
-            p_flags: 0,
             offset: 0,
             vaddr: 0,
             filesz: 0,
             memsz: 0,
-            align: 0,
-        });
+            align,
+        };
+        let mut segs: Vec<Segment> = Vec::new();
+        let phsize = p.phnum * self.headers.phdr;
+        if spec.pt_phdr {
+            segs.push(Segment {
+                p_type: elf::PT_PHDR,
+                p_flags: elf::PF_R,
+                offset: p.phoff,
+                vaddr: base + p.phoff,
+                filesz: phsize,
+                memsz: phsize,
+                align: self.enc.ws(),
+            });
+        }
+        if spec.interp.is_some() {
+            segs.push(from_sec(elf::PT_INTERP, elf::PF_R, Id::Interp, 1));
+        }
+        let first_flags = if spec.first_after_phdrs == AfterPhdrs::Text {
+            elf::PF_R | elf::PF_X
+        } else {
+            elf::PF_R
+        };
+        segs.push(load(first_flags, 0, base, p.first_filesz, p.first_filesz));
+        let text_size = p.text_end - p.text_off;
+        let text_vaddr = base + p.text_off;
+        segs.push(load(
+            elf::PF_R | elf::PF_X,
+            p.text_off,
+            text_vaddr,
+            text_size,
+            text_size,
+        ));
+        let rw_filesz = p.rw_file_end - p.rw_off;
+        let rw_memsz = p.mem_end - p.rw_vaddr;
+        let rw = elf::PF_R | elf::PF_W;
+        segs.push(load(rw, p.rw_off, p.rw_vaddr, rw_filesz, rw_memsz));
+        segs.push(from_sec(elf::PT_DYNAMIC, rw, Id::Dynamic, self.enc.ws()));
+        segs.push(from_sec(elf::PT_NOTE, elf::PF_R, Id::Note, 4));
+        segs.push(empty(elf::PT_GNU_STACK, rw, 16));
+        for _ in 0..spec.pt_null_slots {
+            segs.push(empty(elf::PT_NULL, 0, 0));
+        }
+        debug_assert_eq!(segs.len() as u64, p.phnum);
+        segs
     }
-    debug_assert_eq!(segs.len() as u64, phnum);
-    {
+
+    fn encode_program_headers(&self, segs: &[Segment]) -> Vec<u8> {
+        let enc = self.enc;
         let mut b = Vec::new();
-        for s in &segs {
+        for s in segs {
             enc.u32(&mut b, s.p_type);
             if enc.is64 {
                 enc.u32(&mut b, s.p_flags);
@@ -1186,12 +1462,13 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
             }
             enc.word(&mut b, s.align);
         }
-        chunks.push((phoff, b));
+        b
     }
 
-    // --- ELF header -----------------------------------------------------------------------
-    let entry = text_addr;
-    {
+    /// The ELF header; `shnum` counts the null section.
+    fn elf_header(&self, p: &Placement, entry: u64, shnum: usize) -> Vec<u8> {
+        let (spec, enc, sizes) = (self.spec, self.enc, &self.headers);
+        let shdrs = spec.with_section_headers;
         let mut b = vec![0x7f, b'E', b'L', b'F'];
         b.push(if enc.is64 { 2 } else { 1 });
         b.push(if enc.big { 2 } else { 1 });
@@ -1202,35 +1479,56 @@ fn plan(spec: &Spec) -> Result<Plan, SpecError> {
         enc.u16(&mut b, spec.machine.e_machine());
         enc.u32(&mut b, 1);
         enc.word(&mut b, entry);
-        enc.word(&mut b, phoff);
-        enc.word(&mut b, shoff);
+        enc.word(&mut b, p.phoff);
+        enc.word(&mut b, p.shoff);
         enc.u32(&mut b, spec.machine.e_flags(spec.class, spec.endian));
-        enc.u16(&mut b, ehsize as u16);
-        enc.u16(&mut b, phentsize as u16);
-        enc.u16(&mut b, phnum as u16);
-        enc.u16(&mut b, shentsize as u16);
-        enc.u16(&mut b, if shdrs { placed.len() as u16 } else { 0 });
-        enc.u16(&mut b, if shdrs { idx(Id::Shstrtab) } else { 0 });
-        debug_assert_eq!(b.len() as u64, ehsize);
-        chunks.push((0, b));
+        enc.u16(&mut b, sizes.ehdr as u16);
+        enc.u16(&mut b, sizes.phdr as u16);
+        enc.u16(&mut b, p.phnum as u16);
+        enc.u16(&mut b, sizes.shdr as u16);
+        enc.u16(&mut b, if shdrs { shnum as u16 } else { 0 });
+        let shstrndx = if shdrs {
+            self.sections.idx(Id::Shstrtab)
+        } else {
+            0
+        };
+        enc.u16(&mut b, shstrndx);
+        debug_assert_eq!(b.len() as u64, sizes.ehdr);
+        b
     }
+}
+
+fn plan(spec: &Spec) -> Result<Plan, SpecError> {
+    validate(spec)?;
+    let draft = Draft::new(spec);
+    let placement = place(&draft)?;
+    let dynamic = draft.dynamic_entries(&|id| placement.addr(id));
+    let mut chunks = draft.section_chunks(&placement, &dynamic);
+    let mut placed = draft.section_headers(&placement);
+    if spec.with_section_headers {
+        chunks.push((placement.shoff, draft.encode_section_headers(&placed)));
+    }
+    let segs = draft.program_headers(&placement);
+    chunks.push((placement.phoff, draft.encode_program_headers(&segs)));
+    let entry = placement.addr(Id::Text);
+    chunks.push((0, draft.elf_header(&placement, entry, placed.len())));
     chunks.sort_by_key(|c| c.0);
 
-    if !shdrs {
-        placed.truncate(1 + alloc_count);
+    if !spec.with_section_headers {
+        placed.truncate(1 + draft.sections.alloc_count());
     }
     Ok(Plan {
         layout: Layout {
-            file_size,
+            file_size: placement.file_size,
             entry,
-            phoff,
+            phoff: placement.phoff,
             segments: segs,
-            shoff,
+            shoff: placement.shoff,
             sections: placed,
-            section_headers: shdrs,
+            section_headers: spec.with_section_headers,
             dynamic,
-            dynsym_order: order,
-            dynstr: dynstr.bytes,
+            dynsym_order: draft.syms.order,
+            dynstr: draft.dynstr.bytes,
         },
         chunks,
     })

@@ -255,122 +255,217 @@ pub fn audit(f: &AuditSubject, cx: &AuditContext, fs: &dyn FsView) -> Vec<AuditF
     };
     let info = f.info;
     let mut out = Vec::new();
-    let mut stub_findings: Vec<(Bytes, usize)> = Vec::new();
-
+    let mut stub_findings: Vec<StubFinding> = Vec::new();
     for (tag, value) in [("RUNPATH", &info.runpath), ("RPATH", &info.rpath)] {
         let Some(v) = value else { continue };
         for entry in v.split(|&c| c == b':') {
-            let with = |rule: AuditRule, message: String| {
-                let mut x = AuditFinding::new(rule, message);
-                x.tag = Some(tag);
-                x.entry = Some(s(entry));
-                x
-            };
-            if cx.stubs.is_stub(entry) {
-                stub_findings.push((entry.to_vec(), out.len()));
-                out.push(with(
-                    STUB_ENTRY,
-                    format!("{tag} entry {} is a CUDA stub directory", s(entry)),
-                ));
-                continue;
-            }
-            if entry.is_empty() {
-                if !v.is_empty() {
-                    out.push(with(
-                        RELATIVE,
-                        format!(
-                            "{tag} has an empty entry: the loader searches the current directory"
-                        ),
-                    ));
-                }
-                continue;
-            }
-            if !entry.contains(&b'$') {
-                if let Some(b) = cx.build_dirs.iter().find(|b| under(entry, b)) {
-                    out.push(with(
-                        BUILD_DIR,
-                        format!("{tag} entry {} is inside {}", s(entry), s(b)),
-                    ));
-                    continue;
-                }
-            }
-            let Some(expanded) = expand_dst(entry, &dst) else {
+            let Some(x) = entry_finding(tag, entry, v, cx, fs, &dst) else {
                 continue;
             };
-            if !expanded.starts_with(b"/") {
-                out.push(with(
-                    RELATIVE,
-                    format!(
-                        "{tag} entry {} is relative: it is searched from the process's current directory",
-                        s(entry)
-                    ),
-                ));
-                continue;
+            if x.code == STUB_ENTRY.code {
+                stub_findings.push(StubFinding {
+                    entry: entry.to_vec(),
+                    at: out.len(),
+                });
             }
-            let runtime = cx
-                .runtime_dirs
-                .iter()
-                .any(|d| trim_slashes(d) == trim_slashes(&expanded));
-            if !runtime && !fs.is_dir(&expanded) {
-                let shown = if expanded.as_slice() == entry {
-                    String::new()
-                } else {
-                    format!(" (here: {})", s(&expanded))
-                };
-                out.push(with(
-                    MISSING_DIR,
-                    format!("{tag} entry {} does not exist{shown}", s(entry)),
-                ));
-            }
+            out.push(x);
         }
     }
-
-    if let (Some(rp), None) = (&info.rpath, &info.runpath) {
-        let mut x = AuditFinding::new(RPATH_ONLY, format!("DT_RPATH {} without DT_RUNPATH", s(rp)));
-        x.tag = Some("RPATH");
-        x.entry = Some(s(rp));
-        out.push(x);
-    }
-
-    let (tag, list) = match (&info.runpath, info.effective_rpath()) {
-        (Some(r), _) => ("RUNPATH", Some(r.as_slice())),
-        (None, Some(r)) => ("RPATH", Some(r)),
-        _ => ("RUNPATH", None),
-    };
-    let dirs: Vec<SearchDir> = list.map(|l| expand_list(l, b":", &dst)).unwrap_or_default();
-    let interp_names: Vec<Bytes> = st
-        .interpreter
-        .iter()
-        .flat_map(|i| {
-            let base = i.path.rsplit(|&c| c == b'/').next().map(<[u8]>::to_vec);
-            i.soname.clone().into_iter().chain(base)
-        })
-        .collect();
-    let in_store = f.path.starts_with(b"/nix/store/");
+    out.extend(rpath_only(info));
+    let search = LibrarySearch::new(f, cx, fs, &dst);
     let mut seen: Vec<&[u8]> = Vec::new();
     for raw in &info.needed {
         if seen.contains(&raw.as_slice()) {
             continue;
         }
         seen.push(raw);
-        let Some(name) = expand_dst(raw, &dst) else {
-            continue;
+        search.needed_findings(raw, &stub_findings, &mut out);
+    }
+    out
+}
+
+/// A stub entry's finding: the entry, and where the finding is in the list (the library loaded
+/// from it is added to its message).
+struct StubFinding {
+    entry: Bytes,
+    at: usize,
+}
+
+/// The finding about one entry of a RUNPATH or RPATH (`value`), if any: a stub directory, an
+/// empty or relative entry, a build directory, a directory that does not exist.
+fn entry_finding(
+    tag: &'static str,
+    entry: &[u8],
+    value: &[u8],
+    cx: &AuditContext,
+    fs: &dyn FsView,
+    dst: &Dst,
+) -> Option<AuditFinding> {
+    let with = |rule: AuditRule, message: String| {
+        let mut x = AuditFinding::new(rule, message);
+        x.tag = Some(tag);
+        x.entry = Some(s(entry));
+        x
+    };
+    if cx.stubs.is_stub(entry) {
+        return Some(with(
+            STUB_ENTRY,
+            format!("{tag} entry {} is a CUDA stub directory", s(entry)),
+        ));
+    }
+    if entry.is_empty() {
+        return (!value.is_empty()).then(|| {
+            with(
+                RELATIVE,
+                format!("{tag} has an empty entry: the loader searches the current directory"),
+            )
+        });
+    }
+    if !entry.contains(&b'$') {
+        if let Some(b) = cx.build_dirs.iter().find(|b| under(entry, b)) {
+            return Some(with(
+                BUILD_DIR,
+                format!("{tag} entry {} is inside {}", s(entry), s(b)),
+            ));
+        }
+    }
+    let expanded = expand_dst(entry, dst)?;
+    if !expanded.starts_with(b"/") {
+        return Some(with(
+            RELATIVE,
+            format!(
+                "{tag} entry {} is relative: it is searched from the process's current directory",
+                s(entry)
+            ),
+        ));
+    }
+    let runtime = cx
+        .runtime_dirs
+        .iter()
+        .any(|d| trim_slashes(d) == trim_slashes(&expanded));
+    if runtime || fs.is_dir(&expanded) {
+        return None;
+    }
+    let shown = if expanded.as_slice() == entry {
+        String::new()
+    } else {
+        format!(" (here: {})", s(&expanded))
+    };
+    Some(with(
+        MISSING_DIR,
+        format!("{tag} entry {} does not exist{shown}", s(entry)),
+    ))
+}
+
+/// DT_RPATH without DT_RUNPATH.
+fn rpath_only(info: &ElfInfo) -> Option<AuditFinding> {
+    let (Some(rp), None) = (&info.rpath, &info.runpath) else {
+        return None;
+    };
+    let mut x = AuditFinding::new(RPATH_ONLY, format!("DT_RPATH {} without DT_RUNPATH", s(rp)));
+    x.tag = Some("RPATH");
+    x.entry = Some(s(rp));
+    Some(x)
+}
+
+/// How the loader looks for the NEEDED libraries of one file.
+struct LibrarySearch<'a> {
+    cx: &'a AuditContext<'a>,
+    fs: &'a dyn FsView,
+    info: &'a ElfInfo,
+    dst: &'a Dst<'a>,
+    /// The run path the loader uses (`RUNPATH`, else `RPATH`), for messages.
+    tag: &'static str,
+    /// Its directories, expanded.
+    dirs: Vec<SearchDir>,
+    /// The names the interpreter is loaded under (its SONAME and file name): always found.
+    interp_names: Vec<Bytes>,
+    /// Whether the file is in the Nix store (a library found only on the host is worth saying).
+    in_store: bool,
+}
+
+/// The run path directories that hold a library, and whether one held only a file of the other
+/// ELF class (or otherwise unfit for this target).
+struct RunPathHits<'a> {
+    hits: Vec<(&'a SearchDir, FileId)>,
+    other_class: bool,
+}
+
+impl<'a> LibrarySearch<'a> {
+    fn new(
+        f: &'a AuditSubject,
+        cx: &'a AuditContext,
+        fs: &'a dyn FsView,
+        dst: &'a Dst,
+    ) -> LibrarySearch<'a> {
+        let info = f.info;
+        let (tag, list) = match (&info.runpath, info.effective_rpath()) {
+            (Some(r), _) => ("RUNPATH", Some(r.as_slice())),
+            (None, Some(r)) => ("RPATH", Some(r)),
+            _ => ("RUNPATH", None),
+        };
+        let dirs: Vec<SearchDir> = list.map(|l| expand_list(l, b":", dst)).unwrap_or_default();
+        let interp_names: Vec<Bytes> = cx
+            .settings
+            .interpreter
+            .iter()
+            .flat_map(|i| {
+                let base = i.path.rsplit(|&c| c == b'/').next().map(<[u8]>::to_vec);
+                i.soname.clone().into_iter().chain(base)
+            })
+            .collect();
+        LibrarySearch {
+            cx,
+            fs,
+            info,
+            dst,
+            tag,
+            dirs,
+            interp_names,
+            in_store: f.path.starts_with(b"/nix/store/"),
+        }
+    }
+
+    /// The findings about NEEDED library `raw`: not found, ambiguous, found only on the host; a
+    /// stub entry it is loaded from gets its name.
+    fn needed_findings(&self, raw: &[u8], stubs: &[StubFinding], out: &mut Vec<AuditFinding>) {
+        let Some(name) = expand_dst(raw, self.dst) else {
+            return;
         };
         if name.contains(&b'/') {
-            if !matches!(accepted(fs, cx, &name), Ok(Some(_))) {
+            if !matches!(accepted(self.fs, self.cx, &name), Ok(Some(_))) {
                 let mut x =
                     AuditFinding::new(NOT_FOUND, format!("NEEDED {} does not exist", s(raw)));
                 x.library = Some(s(raw));
                 out.push(x);
             }
-            continue;
+            return;
         }
+        let found = self.in_run_path(&name);
+        if let Some((first, _)) = found.hits.first() {
+            if let Some(stub) = stubs.iter().find(|x| x.entry == first.entry) {
+                out[stub.at]
+                    .message
+                    .push_str(&format!("; {} is loaded from it", s(&name)));
+            }
+        }
+        if found.hits.len() > 1 {
+            out.push(self.ambiguous(&name, &found.hits));
+        }
+        if !found.hits.is_empty() || self.interp_names.contains(&name) {
+            return;
+        }
+        out.extend(self.outside_run_path(&name, found.other_class));
+    }
+
+    /// Where in the run path the loader would find `name`.
+    fn in_run_path(&self, name: &[u8]) -> RunPathHits<'_> {
         let mut hits: Vec<(&SearchDir, FileId)> = Vec::new();
         let mut other_class = false;
-        for d in &dirs {
+        for d in &self.dirs {
             let mut p = d.dir.clone();
-            p.extend_from_slice(&name);
-            match accepted(fs, cx, &p) {
+            p.extend_from_slice(name);
+            match accepted(self.fs, self.cx, &p) {
                 Ok(Some(id)) => {
                     if hits.iter().all(|(_, h)| *h != id) {
                         hits.push((d, id));
@@ -380,63 +475,57 @@ pub fn audit(f: &AuditSubject, cx: &AuditContext, fs: &dyn FsView) -> Vec<AuditF
                 Err(oc) => other_class |= oc,
             }
         }
-        if let Some((first, _)) = hits.first() {
-            if let Some((_, at)) = stub_findings.iter().find(|(e, _)| *e == first.entry) {
-                let x = &mut out[*at];
-                x.message
-                    .push_str(&format!("; {} is loaded from it", s(&name)));
-            }
-        }
-        if hits.len() > 1 {
-            let listed: Vec<String> = hits.iter().map(|(d, _)| s(&d.entry)).collect();
-            let mut x = AuditFinding::new(
-                AMBIGUOUS,
-                format!(
-                    "{} is in {} {tag} directories: {}; the loader takes {}",
-                    s(&name),
-                    hits.len(),
-                    listed.join(", "),
-                    listed[0]
-                ),
-            );
-            x.tag = Some(tag);
-            x.library = Some(s(&name));
-            x.directories = listed;
-            out.push(x);
-        }
-        if !hits.is_empty() || interp_names.contains(&name) {
-            continue;
-        }
-        match system_lookup(fs, cx, info, &name) {
-            Some(p) if in_store => {
-                let mut x = AuditFinding::new(
-                    HOST_ONLY,
-                    format!("{} resolves only from the host system: {}", s(&name), s(&p)),
-                );
-                x.library = Some(s(&name));
-                out.push(x);
-            }
-            Some(_) => {}
-            None if is_driver_library(&name) => {}
-            None => {
-                let mut x = AuditFinding::new(
-                    NOT_FOUND,
-                    format!(
-                        "{} is found neither in {tag}, ld.so.cache nor the default directories{}",
-                        s(&name),
-                        if other_class {
-                            " (only files of the other ELF class)"
-                        } else {
-                            ""
-                        }
-                    ),
-                );
-                x.library = Some(s(&name));
-                out.push(x);
-            }
-        }
+        RunPathHits { hits, other_class }
     }
-    out
+
+    /// `name` in more than one run path directory.
+    fn ambiguous(&self, name: &[u8], hits: &[(&SearchDir, FileId)]) -> AuditFinding {
+        let tag = self.tag;
+        let listed: Vec<String> = hits.iter().map(|(d, _)| s(&d.entry)).collect();
+        let mut x = AuditFinding::new(
+            AMBIGUOUS,
+            format!(
+                "{} is in {} {tag} directories: {}; the loader takes {}",
+                s(name),
+                hits.len(),
+                listed.join(", "),
+                listed[0]
+            ),
+        );
+        x.tag = Some(tag);
+        x.library = Some(s(name));
+        x.directories = listed;
+        x
+    }
+
+    /// The finding about `name`, which the run path does not provide: found only on the host (a
+    /// store file), or nowhere (unless it is a driver library, which exists only at run time).
+    fn outside_run_path(&self, name: &[u8], other_class: bool) -> Option<AuditFinding> {
+        let (message, rule) = match system_lookup(self.fs, self.cx, self.info, name) {
+            Some(p) if self.in_store => (
+                format!("{} resolves only from the host system: {}", s(name), s(&p)),
+                HOST_ONLY,
+            ),
+            Some(_) => return None,
+            None if is_driver_library(name) => return None,
+            None => (
+                format!(
+                    "{} is found neither in {}, ld.so.cache nor the default directories{}",
+                    s(name),
+                    self.tag,
+                    if other_class {
+                        " (only files of the other ELF class)"
+                    } else {
+                        ""
+                    }
+                ),
+                NOT_FOUND,
+            ),
+        };
+        let mut x = AuditFinding::new(rule, message);
+        x.library = Some(s(name));
+        Some(x)
+    }
 }
 
 #[cfg(test)]

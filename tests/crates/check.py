@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""What the workspace promises about its crates, checked from their manifests and sources.
+
+    python3 tests/crates/check.py [CHECK...]     CHECK: msrv, deps, length, publish (default: all)
+
+- msrv: the workspace's `rust-version` is at least the `rust_version` of every crate that a
+  publishable crate (elfpatch, stubstrip, ldso-model) builds with: its normal and build
+  dependencies, transitively, as `cargo metadata` resolves them (every platform, the workspace's
+  features). Crates that only tests build (dev-dependencies and what they pull in) are reported
+  as "tests need Rust >= X", not failed: the library builds without them. Also checks that
+  clippy's `incompatible_msrv` lint is denied for the whole workspace, so that clippy holds our own
+  use of the standard library to `rust-version` (clippy leaves #[cfg(test)] code alone).
+- deps: every dependency a crate's manifest lists is used: a [dependencies] entry in src/, a
+  [build-dependencies] entry in build.rs, a [dev-dependencies] entry anywhere in src/, tests/,
+  examples/, benches/ or build.rs; "used" means `name::` or `use name` (with - read as _).
+  Deliberate exceptions are listed in DELIBERATE with the reason.
+- length: no function in crates/*/src is longer than MAX_FN_LINES lines (from the line with
+  `fn` to the closing brace), unless the comment lines right above it (doc comments and
+  attributes may sit in between) include one that starts with `// Long:` and says why the
+  function is better whole.
+- publish: `cargo publish --dry-run` passes for elfpatch alone (packaged and built as crates.io
+  would), and for elfpatch, ldso-model and stubstrip together (cargo >= 1.90 verifies each against
+  the others as packaged; alone, the other two wait for elfpatch on crates.io). It needs the
+  crates.io index.
+
+Each failure is one line naming the crate or file; the exit status is 1 if any check failed.
+"""
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PUBLISHABLE = ["elfpatch", "stubstrip", "ldso-model"]
+MAX_FN_LINES = 150
+# (crate, section, dependency) -> why it is listed although no source names it.
+DELIBERATE = {
+    ("elfpatch", "dev-dependencies", "elfpatch"): "the crate's own tests turn on its "
+    "fault-injection feature through a dev-dependency on itself",
+}
+
+failures: list[str] = []
+
+
+def fail(msg: str) -> None:
+    failures.append(msg)
+    print(f"FAIL: {msg}")
+
+
+def version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def show(v: tuple[int, ...]) -> str:
+    return ".".join(map(str, v))
+
+
+# --- msrv ------------------------------------------------------------------------------------
+
+
+def check_msrv() -> None:
+    r = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--locked"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if r.returncode != 0:
+        print(r.stderr[-2000:])
+        fail("msrv: `cargo metadata --locked` failed (output above; is Cargo.lock up to date?)")
+        return
+    meta = json.loads(r.stdout)
+    workspace = tomllib.loads((ROOT / "Cargo.toml").read_text())
+    declared = version_key(workspace["workspace"]["package"]["rust-version"])
+    packages = {p["id"]: p for p in meta["packages"]}
+    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
+    by_name = {p["name"]: p["id"] for p in meta["packages"] if p["id"] in meta["workspace_members"]}
+
+    def closure(starts: list[str], first_kinds: set) -> dict[str, str]:
+        """Packages reachable from `starts` (the first edge of `first_kinds`, then normal and
+        build edges), each with the crate that pulled it in first."""
+        seen: dict[str, str] = {}
+        todo = []
+        for s in starts:
+            for d in nodes[s]["deps"]:
+                if any(k["kind"] in first_kinds for k in d["dep_kinds"]):
+                    todo.append((d["pkg"], packages[s]["name"]))
+        while todo:
+            pkg, via = todo.pop()
+            if pkg in seen:
+                continue
+            seen[pkg] = via
+            for d in nodes[pkg]["deps"]:
+                if any(k["kind"] in (None, "build") for k in d["dep_kinds"]):
+                    todo.append((d["pkg"], packages[pkg]["name"]))
+        return seen
+
+    starts = [by_name[n] for n in PUBLISHABLE]
+    built = closure(starts, {None, "build"})
+    tests = {k: v for k, v in closure(starts, {"dev"}).items() if k not in built}
+
+    members = set(meta["workspace_members"])
+
+    def table(ids: dict[str, str], title: str) -> tuple[int, ...]:
+        """Prints the crates outside the workspace (its own share its rust-version) with the
+        highest rust-versions; returns the highest."""
+        rows = []
+        for pid, via in ids.items():
+            if pid in members:
+                continue
+            p = packages[pid]
+            rv = p.get("rust_version")
+            rows.append((version_key(rv) if rv else (0,), p["name"], p["version"], rv or "-", via))
+        rows.sort(reverse=True)
+        undeclared = sorted(r[1] for r in rows if r[3] == "-")
+        print(f"{title}: {len(rows)} crates; the highest rust-versions:")
+        print(f"  {'crate':<20} {'version':<20} {'rust-version':<13} pulled in by")
+        for _, name, version, rv, via in rows[:8]:
+            print(f"  {name:<20} {version:<20} {rv:<13} {via}")
+        if undeclared:
+            print(f"  declaring none ({len(undeclared)}): {', '.join(undeclared)}")
+        return rows[0][0] if rows else (0,)
+
+    print(f"workspace rust-version: {show(declared)}")
+    highest = table(built, "built by the publishable crates (normal and build dependencies)")
+    for pid in built:
+        rv = packages[pid].get("rust_version")
+        if rv and version_key(rv) > declared:
+            p = packages[pid]
+            fail(
+                f"msrv: {p['name']} {p['version']} (pulled in by {built[pid]}) needs Rust {rv}, "
+                f"above the workspace's rust-version {show(declared)}"
+            )
+    if highest <= declared:
+        print(f"ok: no dependency needs more than Rust {show(declared)} (the highest: {show(highest)})")
+    if tests:
+        needed = table(tests, "built only for tests (dev-dependencies)")
+        print(f"note: tests need Rust >= {show(max(needed, declared))}")
+
+    lints = workspace.get("workspace", {}).get("lints", {}).get("clippy", {})
+    level = lints.get("incompatible_msrv")
+    level = level.get("level") if isinstance(level, dict) else level
+    if level not in ("deny", "forbid"):
+        fail("msrv: Cargo.toml: [workspace.lints.clippy] does not deny incompatible_msrv")
+    for manifest in sorted(ROOT.glob("crates/*/Cargo.toml")):
+        m = tomllib.loads(manifest.read_text())
+        if m.get("lints", {}).get("workspace") is not True:
+            fail(f"msrv: {manifest.relative_to(ROOT)}: no `[lints] workspace = true`, so the "
+                 "workspace's incompatible_msrv lint does not apply to it")
+    if level in ("deny", "forbid"):
+        print(f"ok: clippy's incompatible_msrv is {level} in every crate")
+
+
+# --- deps -------------------------------------------------------------------------------------
+
+
+def rust_files(crate: Path, parts: list[str]) -> list[Path]:
+    out = []
+    for part in parts:
+        p = crate / part
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            out.extend(sorted(p.rglob("*.rs")))
+    return out
+
+
+def check_deps() -> None:
+    where = {
+        "dependencies": ["src"],
+        "build-dependencies": ["build.rs"],
+        "dev-dependencies": ["src", "tests", "examples", "benches", "build.rs"],
+    }
+    checked = 0
+    for manifest in sorted(ROOT.glob("crates/*/Cargo.toml")):
+        crate = manifest.parent
+        m = tomllib.loads(manifest.read_text())
+        name = m["package"]["name"]
+        # The same sections under [target.'cfg(...)'] count as well.
+        tables = [m, *m.get("target", {}).values()]
+        for section, parts in where.items():
+            texts = [f.read_text() for f in rust_files(crate, parts)]
+            for dep in [d for t in tables for d in t.get(section, {})]:
+                checked += 1
+                if (name, section, dep) in DELIBERATE:
+                    continue
+                ident = re.escape(dep.replace("-", "_"))
+                pat = re.compile(rf"(?<![\w:]){ident}::|\buse\s+{ident}\b|\bextern\s+crate\s+{ident}\b")
+                if not any(pat.search(t) for t in texts):
+                    fail(f"deps: {manifest.relative_to(ROOT)}: [{section}] {dep} is not used in "
+                         f"{', '.join(p + ('/' if p != 'build.rs' else '') for p in parts)}")
+    ok = not any(f.startswith("deps:") for f in failures)
+    print(f"{'ok: ' if ok else ''}{checked} dependency entries checked")
+
+
+# --- length -----------------------------------------------------------------------------------
+
+CHAR_LITERAL = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]{1,6}\}|.)|[^\\'\n])'")
+
+
+def code_only(src: str) -> str:
+    """`src` with comments, strings and character literals blanked (newlines kept), so that the
+    braces left are the code's."""
+    out = []
+    i, n = 0, len(src)
+
+    def blank(s: str) -> str:
+        return re.sub(r"[^\n]", " ", s)
+
+    while i < n:
+        c = src[i]
+        if src.startswith("//", i):
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+            out.append(blank(src[i:j]))
+            i = j
+        elif src.startswith("/*", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if src.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif src.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(blank(src[i:j]))
+            i = j
+        elif (m := re.compile(r'b?r(#*)"').match(src, i)) and (i == 0 or not (src[i - 1].isalnum() or src[i - 1] == "_")):
+            end = src.find('"' + m.group(1), m.end())
+            j = n if end < 0 else end + 1 + len(m.group(1))
+            out.append(blank(src[i:j]))
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and src[j] != '"':
+                j += 2 if src[j] == "\\" else 1
+            out.append(blank(src[i : j + 1]))
+            i = j + 1
+        elif c == "'" and (m := CHAR_LITERAL.match(src, i)):
+            out.append(blank(m.group(0)))
+            i = m.end()
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+FN = re.compile(r"\bfn\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def functions(path: Path):
+    """(name, first line, last line) of every function with a body in `path` (1-based lines)."""
+    src = path.read_text()
+    code = code_only(src)
+    for m in FN.finditer(code):
+        # The body is the first `{` outside the parameter list (a `;` first: no body).
+        depth, j = 0, m.end()
+        while j < len(code) and not (code[j] in "{;" and depth == 0):
+            if code[j] in "([":
+                depth += 1
+            elif code[j] in ")]":
+                depth -= 1
+            j += 1
+        if j >= len(code) or code[j] == ";":
+            continue
+        braces, k = 0, j
+        while k < len(code):
+            if code[k] == "{":
+                braces += 1
+            elif code[k] == "}":
+                braces -= 1
+                if braces == 0:
+                    break
+            k += 1
+        yield m.group(1), code.count("\n", 0, m.start()) + 1, code.count("\n", 0, k) + 1
+
+
+def explained(lines: list[str], first: int) -> bool:
+    """Whether the comment block right above line `first` holds a `// Long:` line."""
+    i = first - 2
+    while i >= 0:
+        s = lines[i].strip()
+        if s.startswith("// Long:"):
+            return True
+        if not (s.startswith("//") or s.startswith("#[")):
+            return False
+        i -= 1
+    return False
+
+
+def check_length() -> None:
+    longest = []
+    for path in sorted(ROOT.glob("crates/*/src/**/*.rs")):
+        lines = path.read_text().splitlines()
+        for name, first, last in functions(path):
+            length = last - first + 1
+            longest.append((length, f"{path.relative_to(ROOT)}:{first}", name))
+            if length > MAX_FN_LINES and not explained(lines, first):
+                fail(f"length: {path.relative_to(ROOT)}:{first}: fn {name} is {length} lines "
+                     f"(more than {MAX_FN_LINES}); split it, or say why not in a `// Long:` comment above it")
+    longest.sort(reverse=True)
+    print(f"{len(longest)} functions in crates/*/src; the longest:")
+    for length, where, name in longest[:5]:
+        print(f"  {length:4} {name} ({where})")
+
+
+# --- publish ----------------------------------------------------------------------------------
+
+
+def dry_run(packages: list[str]) -> bool:
+    args = [a for p in packages for a in ("-p", p)]
+    r = subprocess.run(
+        ["cargo", "publish", "--dry-run", "--allow-dirty", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    what = f"cargo publish --dry-run {' '.join(args)}"
+    if r.returncode != 0:
+        print(r.stderr[-4000:])
+        fail(f"publish: `{what}` failed (output above)")
+        return False
+    packaged = [l.strip() for l in r.stderr.splitlines() if l.strip().startswith("Packaged")]
+    print(f"ok: {what}: {'; '.join(packaged)}")
+    return True
+
+
+def check_publish() -> None:
+    # elfpatch alone, as crates.io would build it: its normal dependencies all come from there.
+    dry_run(["elfpatch"])
+    # ldso-model and stubstrip need elfpatch (and ldso-model) from crates.io; cargo >= 1.90
+    # packages several crates at once and verifies each against the others as packaged.
+    version = subprocess.run(["cargo", "--version"], capture_output=True, text=True).stdout
+    m = re.match(r"cargo (\d+)\.(\d+)", version)
+    if m and (int(m.group(1)), int(m.group(2))) >= (1, 90):
+        dry_run(["elfpatch", "ldso-model", "stubstrip"])
+    else:
+        print(f"skipped: the dry run of ldso-model and stubstrip with elfpatch needs cargo >= 1.90 "
+              f"(this is {version.strip()})")
+
+
+CHECKS = {"msrv": check_msrv, "deps": check_deps, "length": check_length, "publish": check_publish}
+
+
+def main() -> int:
+    names = sys.argv[1:] or list(CHECKS)
+    for n in names:
+        if n not in CHECKS:
+            print(f"check.py: unknown check {n} (known: {', '.join(CHECKS)})", file=sys.stderr)
+            return 2
+    for n in names:
+        print(f"--- {n}")
+        CHECKS[n]()
+    print(f"crates: {len(failures)} failure(s)" if failures else "crates: every check passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
