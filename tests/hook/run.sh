@@ -392,6 +392,34 @@ while [[ ! -e $TMPDIR/server.ready ]]; do sleep 0.01; done'
   runpathIs "$D/bin/bin/server" "$stubs"
 }
 
+# A package that ships an ELF file nobody can parse (a test fixture: the
+# magic, then garbage) builds, as it does with nixpkgs' own hook, which skips
+# what patchelf cannot read: the hook leaves it byte-identical and says so.
+# With the stub directory's path among its bytes it fails the check instead:
+# a loader may read what elfpatch cannot.
+fixtureCase() { # MODE [stub]
+  newDrv "fixture-$1${2:+-$2}" "$1"
+  flag dontAutoPatchelf
+  str postInstall 'patchelf --set-rpath "$stubdir" "$lib/lib/libcudafake.so"
+mkdir -p "$out/share/testdata"
+{ printf "\177ELF\002\001\001"; head -c 20 /dev/zero; printf "%s" "$fixtureText"; } >"$out/share/testdata/corrupt.elf"
+cp "$out/share/testdata/corrupt.elf" "$TMPDIR/corrupt.orig"'
+  str stubdir "$STUBDIR"
+  if [[ ${2-} == stub ]]; then
+    str fixtureText ":$STUBDIR:"
+    buildFails
+    logHas "could not read every file, so it cannot say that no stub entry is left"
+    logHas "$D/out/share/testdata/corrupt.elf: inconsistent headers"
+  else
+    str fixtureText "no paths here"
+    buildOk
+    logHas "$D/out/share/testdata/corrupt.elf: truncated"
+    logHas "not read as ELF, but no string in it names a stub directory: left as it is"
+    runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+  fi
+  cmp -s "$D/out/share/testdata/corrupt.elf" "$D/tmp/corrupt.orig" || fail "the fixture changed"
+}
+
 # The check fallback: in a sandbox without a driver, the checks after fixup
 # (installCheck, and an import check in preDistPhases) can still load the
 # library, because the removed stub directory is on LD_LIBRARY_PATH; outside
@@ -793,6 +821,7 @@ for mode in old new structured; do
 done
 for mode in old new structured; do
   tests+=("dontStubstripCase $mode" "onceCase $mode" "fixFailsCase $mode" "checkCase $mode" "checkCase $mode pattern"
+    "fixtureCase $mode" "fixtureCase $mode stub"
     "fallbackCase $mode"
     "fallbackOffCase $mode" "fallbackDriverCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
     "flagsCase $mode" "quietCase $mode"

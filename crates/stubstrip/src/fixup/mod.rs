@@ -2,7 +2,9 @@
 //! The hook passes the derivation's settings and applies what this prints; the policy is here.
 //!
 //! In order: fix the files (as `fix`), read them again from disk and fail if a stub entry is
-//! left or a file could not be read (as `check`), audit them if asked (as `audit`), and decide
+//! left or a file could not be read (as `check`; a file that cannot be parsed as ELF and holds no
+//! string that could be a stub entry is left as it is, with a warning), audit them if asked (as
+//! `audit`), and decide
 //! the check-time fallback: the removed stub directories go on `LD_LIBRARY_PATH` for the checks
 //! after fixup (installCheck, pythonImportsCheck), so that a library needing `libcuda.so.1` still
 //! loads in a sandbox without a driver — unless it is turned off, or the driver link (or the

@@ -13,11 +13,14 @@ use super::{
 use crate::audit::{self, AuditConfig};
 use crate::check::report::CheckReport;
 use crate::check::run::check_files;
-use crate::elf_file;
+use crate::check::{stub_string, CheckOutcome};
+use crate::elf_file::{self, FileError};
 use crate::fix::report::FixReport;
 use crate::fix::run::fix_files;
 use crate::fix::FixOutcome;
+use crate::rule::StubMatcher;
 use crate::walk;
+use elfpatch::ErrorKind;
 
 /// Notes that go to the build log: as `log` instructions on success, on stderr on failure
 /// (stdout is then empty: the hook applies nothing from a failed run).
@@ -57,6 +60,12 @@ pub fn run(c: &FixupConfig) -> u8 {
 
     // The check reads every file again from disk: it proves the result, not the plan.
     let checked = check_files(&c.rule.stubs, &files);
+    let (checked, left_alone) = tolerate_unparsable(checked, &c.rule.stubs);
+    for why in &left_alone {
+        notes.log(format!(
+            "warning: {why}; not read as ELF, but no string in it names a stub directory: left as it is"
+        ));
+    }
     let check = CheckReport::new(&checked, &walk_errors);
     if check.stub_entries() > 0 {
         let msg = "stub paths still present in RUNPATH after the fix:";
@@ -133,6 +142,41 @@ pub fn run(c: &FixupConfig) -> u8 {
         );
     }
     0
+}
+
+/// Files the check could open but not parse as ELF (garbage after the magic, truncated, a
+/// layout elfpatch does not read) are left as they are when no string in them could be read as
+/// a stub entry ([`stub_string`]): nixpkgs' own hook skips every file `patchelf --print-rpath`
+/// fails on, and a package that ships such a file (a test fixture, firmware) must not fail to
+/// build where it built before. One that does hold such a string still fails the check, since
+/// a loader may read what elfpatch cannot; so does a file that could not be opened or read, since
+/// the store makes it readable later. Returns the rest, and the errors of the files left as they are.
+fn tolerate_unparsable(
+    checked: Vec<(PathBuf, CheckOutcome)>,
+    stubs: &StubMatcher,
+) -> (Vec<(PathBuf, CheckOutcome)>, Vec<String>) {
+    let mut kept = Vec::with_capacity(checked.len());
+    let mut left_alone = Vec::new();
+    for (path, outcome) in checked {
+        let unparsable = match &outcome {
+            Err(FileError::Elf(e)) => matches!(
+                e.kind(),
+                ErrorKind::NotElf | ErrorKind::Malformed | ErrorKind::Unsupported
+            ),
+            _ => false,
+        };
+        if unparsable {
+            if let Ok(bytes) = std::fs::read(&path) {
+                if stub_string(&bytes, stubs).is_none() {
+                    // The message names the file.
+                    left_alone.extend(outcome.err().map(|e| e.to_string()));
+                    continue;
+                }
+            }
+        }
+        kept.push((path, outcome));
+    }
+    (kept, left_alone)
 }
 
 /// What [`check_libs::plan`] needs of each changed file: its `DT_NEEDED` (read again after the

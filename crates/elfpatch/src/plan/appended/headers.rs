@@ -99,8 +99,15 @@ impl Builder<'_, '_> {
                 let table_size = (phdrs.len() * format.phdr_size()) as u64;
                 let table = segment.item(ItemKind::PhdrTable);
                 for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {
-                    if let Some(item) = table {
-                        (p.p_offset, p.p_vaddr, p.p_paddr) = (item.offset, item.vaddr, item.vaddr);
+                    match table {
+                        Some(item) => {
+                            (p.p_offset, p.p_vaddr, p.p_paddr) =
+                                (item.offset, item.vaddr, item.vaddr);
+                        }
+                        // A PT_PHDR that describes some other bytes is not this edit's to repair:
+                        // giving it the table's size would give a garbage offset a file range.
+                        None if p.p_offset != header.e_phoff => continue,
+                        None => {}
                     }
                     (p.p_filesz, p.p_memsz) = (table_size, table_size);
                 }
