@@ -847,3 +847,49 @@ fn bytes_nothing_describes_do_not_travel_with_a_moved_block() {
         tc.name
     );
 }
+
+/// FOUND BY FUZZING: a new segment is placed above the image by a page and by the largest dynamic
+/// symbol (eu-elflint takes a relocation against a symbol of size n to touch n bytes). A garbage
+/// `st_size` of 2^56 put the segment at 2^56 above the image, where no kernel maps it: the edited
+/// program did not start. A symbol larger than the whole image is not counted.
+#[test]
+fn a_garbage_symbol_size_does_not_push_the_new_segment_out_of_reach() {
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let mut bytes = fs::read(&b.prog).unwrap();
+        let e = elfpatch::Elf::parse(&bytes).unwrap();
+        let Some(dynsym) = e.section_by_name(b".dynsym").map(|s| s.shdr) else {
+            return;
+        };
+        let (ent, size_at, width) = if bytes[4] == 2 {
+            (24, 16, 8)
+        } else {
+            (16, 8, 4)
+        };
+        let at = (dynsym.sh_offset + ent + size_at) as usize;
+        let huge: u64 = if width == 8 { 1 << 56 } else { 0x8000_0000 };
+        if width == 8 {
+            bytes[at..at + 8].copy_from_slice(&huge.to_le_bytes());
+        } else {
+            bytes[at..at + 4].copy_from_slice(&(huge as u32).to_le_bytes());
+        }
+        let garbage = copy(&b.prog, &b.fx.path("prog.garbage-size"));
+        fs::write(&garbage, &bytes).unwrap();
+        let (ok, out) = run_program(&garbage);
+        assert!(
+            ok && out.contains("DEP:orig"),
+            "{}: input does not run: {out}",
+            tc.name
+        );
+        let long = long_dir(&b.fx.path("new"), 300);
+        fs::copy(b.lib_dir.join("libdep.so"), long.join("libdep.so")).unwrap();
+        fs::remove_file(b.lib_dir.join("libdep.so")).unwrap();
+        edit(&garbage, &["--set-rpath", long.to_str().unwrap()]);
+        let (ok, out) = run_program(&garbage);
+        assert!(
+            ok && out.contains("DEP:orig"),
+            "{}: the edited program does not run: {out}",
+            tc.name
+        );
+    });
+}

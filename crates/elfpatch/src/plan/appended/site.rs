@@ -160,7 +160,15 @@ impl Planner<'_> {
         // Keep the new segment clear of the old image by a page, and by the largest dynamic
         // symbol: eu-elflint takes a relocation at r_offset against a symbol of size n to touch
         // [r_offset, r_offset + n], and calls a read-only segment in that range "modified".
-        let reach = self.tables.dynsym.as_ref().map_or(0, |s| s.max_size);
+        // A symbol larger than the whole image is garbage, not an object eu-elflint could reach
+        // past the image with: counting it would put the segment where no loader can map it.
+        let lowest = elf.loads().map(|p| p.p_vaddr).min().unwrap_or(0);
+        let reach = self
+            .tables
+            .dynsym
+            .as_ref()
+            .map_or(0, |s| s.max_size)
+            .min(top.saturating_sub(lowest));
         let start = top
             .checked_add(reach)
             .and_then(|x| checked_align_up(x, align))
