@@ -1416,7 +1416,9 @@ impl<'p, 'a> LayoutCheck<'p, 'a> {
         }
         if let (Some(pi), Some(si)) = (
             ph.iter().find(|x| x.p_type == k::PT_INTERP),
-            sh.iter().find(|s| s.name == ".interp"),
+            // An SHT_NULL header is inactive (gABI: its other members are undefined), whatever
+            // its name: it describes no bytes an edit must keep in step.
+            sh.iter().find(|s| s.name == ".interp" && s.sh_type != 0),
         ) {
             if (pi.p_offset, pi.p_vaddr, pi.p_filesz) != (si.offset, si.addr, si.size) {
                 v.push("PT_INTERP does not match the .interp section".into());
@@ -1450,7 +1452,7 @@ impl<'p, 'a> LayoutCheck<'p, 'a> {
                 .and_then(|d| sh.get(d.link as usize))
                 .filter(loaded_strtab)
                 .or_else(|| sh.iter().filter(loaded_strtab).find(|s| s.addr == a))
-                .or_else(|| sh.iter().find(|s| s.name == ".dynstr"));
+                .or_else(|| sh.iter().find(|s| s.name == ".dynstr" && s.sh_type != 0));
             if let Some(s) = strsec {
                 if s.addr != a || s.size != n {
                     v.push(format!(
