@@ -1318,7 +1318,14 @@ impl<'p, 'a> LayoutCheck<'p, 'a> {
             if file_backed && overlaps(s.offset, s.size, 0, u64::from(h.e_ehsize)) {
                 v.push(format!("section {i} '{nm}' overlaps the ELF header"));
             }
-            if s.addralign > 1 && s.flags & k::SHF_ALLOC != 0 && s.addr % s.addralign != 0 {
+            // gABI: sh_addralign is 0 or a power of two; any other value constrains nothing an
+            // edit could keep, and is a finding of its own.
+            if s.addralign > 1 && !s.addralign.is_power_of_two() {
+                v.push(format!(
+                    "section {i} '{nm}': sh_addralign {:#x} is not a power of two",
+                    s.addralign
+                ));
+            } else if s.addralign > 1 && s.flags & k::SHF_ALLOC != 0 && s.addr % s.addralign != 0 {
                 v.push(format!(
                     "section {i} '{nm}': address {:#x} not aligned to {:#x}",
                     s.addr, s.addralign
