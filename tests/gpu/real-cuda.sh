@@ -94,21 +94,28 @@ done <"$BUNDLE/programs.txt"
 section "without the driver link (and the driver hidden from the loader's cache and default directories)"
 mv /run/opengl-driver /run/opengl-driver.real-cuda-away
 moved=()
+# Puts back what was moved aside (and the driver link); fails if anything is not back.
 restore() {
-  local f
-  for f in "${moved[@]}"; do mv "$f.real-cuda-away" "$f"; done
+  local f ok=0
+  for f in "${moved[@]}"; do mv "$f.real-cuda-away" "$f" && [[ -e $f || -L $f ]] || ok=1; done
   moved=()
-  [[ -e /run/opengl-driver.real-cuda-away ]] && mv /run/opengl-driver.real-cuda-away /run/opengl-driver
+  if [[ -e /run/opengl-driver.real-cuda-away ]]; then mv /run/opengl-driver.real-cuda-away /run/opengl-driver || ok=1; fi
+  [[ -e /run/opengl-driver/lib/libcuda.so.1 ]] || ok=1
+  return $ok
 }
 trap restore EXIT
 # The loader's default directories (LD_DEBUG names them as "system search path").
 sysdirs=$(env -u LD_LIBRARY_PATH LD_DEBUG=libs /lib64/ld-linux-x86-64.so.2 --inhibit-cache /bin/true 2>&1 |
-  sed -n 's/.*search path=\([^ ]*\).*(system search path).*/\1/p' | head -1)
+  sed -n 's/.*search path=\([^[:space:]]*\).*(system search path).*/\1/p' | head -1)
 echo "system search path: $sysdirs"
 IFS=: read -r -a dirs <<<"$sysdirs"
+declare -A seen=()
 for d in "${dirs[@]}"; do
-  for f in "${d%/}"/libcuda.so*; do
-    [[ -e $f || -L $f ]] || continue
+  [[ -d $d ]] || continue
+  d=$(readlink -f "$d") # /lib is /usr/lib on a merged-/usr system: each file once
+  for f in "$d"/libcuda.so "$d"/libcuda.so.*; do
+    [[ (-e $f || -L $f) && $f != *.real-cuda-away && -z ${seen[$f]-} ]] || continue
+    seen[$f]=1
     if mv "$f" "$f.real-cuda-away"; then moved+=("$f"); else echo "could not move $f aside"; fi
   done
 done
@@ -119,8 +126,7 @@ while read -r variant program path; do
   run "$path/bin/$program" /lib64/ld-linux-x86-64.so.2 --inhibit-cache
   check "$variant, $program, no driver: the loader's 'libcuda.so.1: cannot open shared object file', never 34" loaderCannotOpen
 done <"$BUNDLE/programs.txt"
-restore
-check "the driver's files are back where they were" test -e "$driverDir/libcuda.so.1" -a -e /run/opengl-driver/lib/libcuda.so.1
+check "the driver's files and the driver link are back where they were (${moved[*]:-nothing moved})" restore
 
 echo
 echo "$passed passed, $failed failed"
