@@ -122,58 +122,58 @@ let
           "cudaGetDeviceCount: cudaErrorStubLibrary (34)";
     in
     pkgs.stdenv.mkDerivation (
-    {
-      name = "stubstrip-realcuda-${variant}-${program}";
-      dontUnpack = true;
-      strictDeps = true;
-      nativeBuildInputs = [ pkgs.autoPatchelfHook ];
-      buildInputs = [ cudart ];
-      buildPhase = ''
-        runHook preBuild
-        { echo 'static const char kernel_ptx[] ='
-          sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&\\n"/' ${./real-cuda/kernel.ptx}
-          echo ';'; } > kernel-ptx.h
-        $CC -O2 -Wall -I. -o ${program} ${./real-cuda + "/${program}.c"} \
-          ${if program == "runtime-api" then "-L${cudart}/lib -lcudart" else ""} \
-          -L${cudart}/lib/stubs -lcuda
-        runHook postBuild
-      '';
-      installPhase = ''
-        runHook preInstall
-        install -D -m 0755 ${program} "$out/bin/${program}"
-        runHook postInstall
-      '';
-      # autoPatchelfHook searches lib/ of the inputs, not lib/stubs below it: a consumer linking
-      # the stub names the directory (as the suite's other consumers do).
-      preFixup = ''
-        addAutoPatchelfSearchPath ${cudart}/lib/stubs
-      ''
-      + (
-        if variant == "nohook" then
-          ''
-            # No stub hook: take nixpkgs' entry out of postFixupHooks again (it registers from
-            # prePhases, cuda_cudart propagates it).
-            kept=()
-            for h in "''${postFixupHooks[@]}"; do
-              [[ $h == "autoFixElfFiles removeStubsFromRunpath" ]] || kept+=("$h")
-            done
-            postFixupHooks=("''${kept[@]}")
-            echo "stubstrip-realcuda: postFixupHooks without the stub hook: ''${postFixupHooks[*]}"
-          ''
-        else
-          ""
-      );
-      doInstallCheck = installCheck;
-      installCheckPhase = ''
-        runHook preInstallCheck
-        said=$("$out/bin/${program}" 2>&1) || true
-        echo "installCheck: $out/bin/${program}: $said"
-        [[ $said == *"${fromStub}"* ]]
-        runHook postInstallCheck
-      '';
-      passthru = { inherit cudart fromStub; };
-    }
-    // extraAttrs
+      {
+        name = "stubstrip-realcuda-${variant}-${program}";
+        dontUnpack = true;
+        strictDeps = true;
+        nativeBuildInputs = [ pkgs.autoPatchelfHook ];
+        buildInputs = [ cudart ];
+        buildPhase = ''
+          runHook preBuild
+          { echo 'static const char kernel_ptx[] ='
+            sed 's/\\/\\\\/g; s/"/\\"/g; s/.*/"&\\n"/' ${./real-cuda/kernel.ptx}
+            echo ';'; } > kernel-ptx.h
+          $CC -O2 -Wall -I. -o ${program} ${./real-cuda + "/${program}.c"} \
+            ${if program == "runtime-api" then "-L${cudart}/lib -lcudart" else ""} \
+            -L${cudart}/lib/stubs -lcuda
+          runHook postBuild
+        '';
+        installPhase = ''
+          runHook preInstall
+          install -D -m 0755 ${program} "$out/bin/${program}"
+          runHook postInstall
+        '';
+        # autoPatchelfHook searches lib/ of the inputs, not lib/stubs below it: a consumer linking
+        # the stub names the directory (as the suite's other consumers do).
+        preFixup = ''
+          addAutoPatchelfSearchPath ${cudart}/lib/stubs
+        ''
+        + (
+          if variant == "nohook" then
+            ''
+              # No stub hook: take nixpkgs' entry out of postFixupHooks again (it registers from
+              # prePhases, cuda_cudart propagates it).
+              kept=()
+              for h in "''${postFixupHooks[@]}"; do
+                [[ $h == "autoFixElfFiles removeStubsFromRunpath" ]] || kept+=("$h")
+              done
+              postFixupHooks=("''${kept[@]}")
+              echo "stubstrip-realcuda: postFixupHooks without the stub hook: ''${postFixupHooks[*]}"
+            ''
+          else
+            ""
+        );
+        doInstallCheck = installCheck;
+        installCheckPhase = ''
+          runHook preInstallCheck
+          said=$("$out/bin/${program}" 2>&1) || true
+          echo "installCheck: $out/bin/${program}: $said"
+          [[ $said == *"${fromStub}"* ]]
+          runHook postInstallCheck
+        '';
+        passthru = { inherit cudart fromStub; };
+      }
+      // extraAttrs
     );
 
   variantOf =
