@@ -11,9 +11,9 @@
 # NVIDIA's files: they are never committed (tests/nixpkgs/README.md, the real-cuda part, takes their
 # directory from REAL_CUDA_ARCHIVES).
 #
-# Which file belongs to which component: the toolkit's own package lists (`dpkg -L
-# cuda-cudart-13-0 ...`) when the toolkit was installed from NVIDIA's apt packages, else the list
-# below (what NVIDIA's cuda_cudart archive holds). Versions from $CUDA/version.json.
+# Which file belongs to which component: the toolkit's own package lists (`dpkg -L` of the
+# installed cuda-cudart-*, cuda-driver-dev-* packages); without them it stops rather than guess.
+# Versions from $CUDA/version.json, else the file names (libcudart.so.X.Y.Z) and nvcc.
 # Prints PASS/FAIL lines and `N passed, M failed`.
 set -uo pipefail
 unset LD_LIBRARY_PATH
