@@ -9,6 +9,8 @@
 #   build  with Nix 2.8 and nixpkgs' native stdenv (./builds.nix): buildRedist's cuda_cudart and
 #          cuda_nvml_dev from fake sources, the consumer matrix, each output checked here; and
 #          the same C consumer without nix/upstream, which must fail its installCheck
+#   real-cuda  (only when named; REAL_CUDA_ARCHIVES) buildRedist's cuda_cudart from NVIDIA's real
+#          files and two consumers in three stub-hook variants, in the sandbox (./real-cuda.sh)
 #   rust   (only when named) the real buildRustPackage building nix/upstream's
 #          pkgs/by-name/st/stubstrip from this checkout, its check phase running the whole Rust
 #          test suite (./rust.nix)
@@ -128,6 +130,13 @@ if want rust; then
         fail "buildRustPackage builds pkgs/by-name/st/stubstrip with its tests" "$(sed 's/\x1b\[[0-9;]*m//g' "$work/rust.err" |
             grep -E -m6 "panicked at|^test result: FAILED|^error" || tail -5 "$work/vendor.log" 2>/dev/null)"
     fi
+fi
+
+# --- real-cuda (opt-in) -------------------------------------------------------------------------
+if want real-cuda; then
+    # shellcheck source=tests/nixpkgs/real-cuda.sh
+    . "$here/real-cuda.sh"
+    realCudaTests
 fi
 
 # --- build -------------------------------------------------------------------------------------
