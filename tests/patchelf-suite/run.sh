@@ -7,9 +7,11 @@
 # runs in a private mount namespace with its own /dev and /tmp (sandbox.sh). FILTER (a substring)
 # runs only the tests whose names contain it.
 #
-# Prints one line per test, elfpatch's result first and patchelf's beside it, then
-# `N passed, M failed` (elfpatch's results). Exits non-zero when a test that passes with patchelf
-# fails with elfpatch, unless it is one of EXCEPTIONS below, or when the suite cannot run.
+# Prints one line per test, elfpatch's result first and patchelf's beside it, then runs
+# exceptions.sh (the properties behind the EXCEPTIONS, with elfpatch and the patchelf built here),
+# then `N passed, M failed` (elfpatch's results, tests and properties together). Exits non-zero
+# when a test that passes with patchelf fails with elfpatch, unless it is one of EXCEPTIONS below,
+# when a property fails with elfpatch, or when the suite cannot run.
 #
 # Environment: ELFPATCH (default: the one `cargo build --release -p elfpatch` makes),
 # PATCHELF_SUITE_DIR (default target/patchelf-suite), TEST_TIMEOUT (seconds per test, 300),
@@ -187,11 +189,20 @@ for script in "${scripts[@]}"; do
   printf '%-14s %-40s patchelf: %s%s\n' "$ours" "$name" "$base" "$note"
 done
 
+# The properties behind the exceptions, with the patchelf just built as the reference.
+echo
+echo "The properties behind the exceptions (exceptions.sh):"
+ELFPATCH=$BIN PATCHELF_REF=$upstream/src/patchelf "$HERE/exceptions.sh" | tee "$WORK/logs/exceptions.log"
+propStatus=${PIPESTATUS[0]}
+read -r propPassed _ propFailed _ < <(tail -1 "$WORK/logs/exceptions.log")
+[[ $propPassed =~ ^[0-9]+$ && $propFailed =~ ^[0-9]+$ ]] || propPassed=0 propFailed=1 propStatus=1
+
 [[ -n ${KEEP-} ]] || rm -rf "$WORK/trees" "$WORK/build" "$WORK/tmp"
 echo
 echo "patchelf $VERSION itself: $basePassed passed, $baseFailed failed"
-echo "elfpatch: $expected named exceptions, $bothFail failing with patchelf too, $skipped skipped"
+echo "elfpatch: $passed passed, $failed failed ($expected named exceptions, $bothFail failing with patchelf too, $skipped skipped)"
+echo "elfpatch on the exceptions' properties: $propPassed passed, $propFailed failed"
 ((regressions == 0)) || echo "passing with patchelf, failing with elfpatch: ${regressed[*]}"
 echo "logs: $WORK/logs/{patchelf,elfpatch}/NAME.log"
-echo "$passed passed, $failed failed"
-((regressions == 0))
+echo "$((passed + propPassed)) passed, $((failed + propFailed)) failed"
+((regressions == 0 && propStatus == 0))
