@@ -36,15 +36,18 @@ die() {
 for tool in gcc eu-elflint readelf unzip python3; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
-# Debian's python3 needs python3-venv for `-m venv` and python3-dev for Python.h.
+# Debian's python3 needs python3-venv for `-m venv` (ensurepip) and python3-dev for Python.h.
 pyInclude=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
-if ! python3 -c 'import ensurepip' 2>/dev/null || [[ ! -f $pyInclude/Python.h ]]; then
+probe=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-venv-probe.XXXXXX") || die "mktemp failed"
+if ! python3 -m venv "$probe/venv" >/dev/null 2>&1 || [[ ! -f $pyInclude/Python.h ]]; then
   if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
-    die "python3 needs venv (ensurepip) and its headers"
+    die "python3 needs venv (ensurepip) and its headers (Debian: python3-venv python3-dev)"
   fi
+  echo "run.sh: installing python3-venv python3-dev" >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-dev >/dev/null ||
     die "could not install python3-venv python3-dev"
 fi
+rm -rf "$probe"
 
 if [[ -n ${ELFPATCH-} ]]; then
   BIN=$ELFPATCH

@@ -11,12 +11,14 @@
 #   strip-gap-rewrite       edit, strip, edit again (patchelf #593): still runs, for several
 #                           page sizes, programs and a library, over three rounds
 #   verdef-relocate         after an edit that grows .dynstr, DT_VERDEF still names
-#                           .gnu.version_d and the loader's version checks pass, for every
-#                           linker here (GNU ld, gold, lld, mold)
+#                           .gnu.version_d and the loader's version checks pass
 #
-# Each property runs with elfpatch (installed as `patchelf`) and, beside it, with the reference
-# patchelf 0.19.3 (PATCHELF_REF, else `patchelf` on PATH if it is 0.19.3). Prints one line per
-# property and `N passed, M failed` (elfpatch's); exits non-zero if one fails with elfpatch.
+# Each property is built with five toolchains (gcc with GNU ld, gcc -m32, gold, lld, mold) and runs
+# with elfpatch (installed as `patchelf`) and, beside it, with the reference patchelf 0.19.3
+# (PATCHELF_REF, else `patchelf` on PATH if it is 0.19.3). Prints one line per property and
+# toolchain and `N passed, M failed` (elfpatch's); exits non-zero if one fails with elfpatch. A
+# property whose precondition a toolchain does not meet (lld and mold do not share the run path's
+# string with a symbol) prints N/A and is not counted.
 # Environment: ELFPATCH (else `cargo build --release -p elfpatch`), PATCHELF_REF, KEEP=1.
 set -uo pipefail
 
@@ -99,6 +101,11 @@ misses() {
   local i
   for ((i = 0; i < $1; i++)); do printf '/nonexistent-%087d:' "$i"; done
 }
+# cc ARGS...: gcc with the variant's flags (VARIANT_FLAGS, a string of words: -m32, -fuse-ld=lld).
+cc() {
+  # shellcheck disable=SC2086 # VARIANT_FLAGS is a list of words
+  gcc ${VARIANT_FLAGS-} "$@"
+}
 # elflint_like FILE ORIG: eu-elflint finds nothing in FILE, if it found nothing in ORIG. With
 # STRICT_ELFLINT unset (the reference tool) the messages are only counted in the log: the property
 # is about the program, and a patchelf verdict should not hide which part failed.
@@ -125,14 +132,16 @@ extern int shared_tail_name;
 int shared_get(void);
 int main(void) { shared_tail_name += 1; return shared_get() + 2 * shared_tail_name; } /* 60 */
 EOF
-  must gcc -fPIC -shared -Wl,--disable-new-dtags -Wl,-rpath=shared_tail_name -o libshared.so shared.c &&
-    must gcc -o useshared useshared.c -L. -lshared || return 1
+  must cc -fPIC -shared -Wl,--disable-new-dtags -Wl,-rpath=shared_tail_name -o libshared.so shared.c &&
+    must cc -o useshared useshared.c -L. -lshared || return 1
   # The precondition: one copy of the string, serving both the run path and the symbol.
   local copies
   copies=$(readelf -p .dynstr libshared.so | grep -c 'shared_tail_name$')
+  # lld and mold store the run path and the name apart: the property has nothing to act on (77).
   [[ $copies == 1 ]] || {
     echo "precondition: .dynstr holds $copies copies of shared_tail_name" >&2
-    return 1
+    [[ -z ${VARIANT_FLAGS-} ]] && return 1
+    return 77
   }
   local rpath out
   for rpath in a_much_longer_run_path_than_the_symbol_name_it_shared short; do
@@ -168,8 +177,8 @@ mapped_pages() {
 prop_page_growth() {
   local dir before after
   dir=$(long_dir "$PWD/libs" 800) &&
-    must gcc -fPIC -shared -o "$dir/libprop.so" "$WORK/libprop.c" &&
-    must gcc -fno-pie -no-pie -o prog "$WORK/prog.c" -L"$dir" -lprop || return 1
+    must cc -fPIC -shared -o "$dir/libprop.so" "$WORK/libprop.c" &&
+    must cc -fno-pie -no-pie -o prog "$WORK/prog.c" -L"$dir" -lprop || return 1
   cp prog prog.orig
   before=$(mapped_pages prog)
   must "$PE" --set-rpath "$dir" prog || return 1
@@ -190,9 +199,9 @@ prop_page_growth() {
 prop_strip_gap() {
   local dir pagesize kind round extra rpath
   dir=$(long_dir "$PWD/libs" 400) &&
-    must gcc -fPIC -shared -o libprop.so "$WORK/libprop.c" &&
-    must gcc -fno-pie -no-pie -Wl,-rpath,/nonexistent -o prog-nopie "$WORK/prog.c" -L. -lprop &&
-    must gcc -fPIE -pie -o prog-pie "$WORK/prog.c" -L. -lprop || return 1
+    must cc -fPIC -shared -o libprop.so "$WORK/libprop.c" &&
+    must cc -fno-pie -no-pie -Wl,-rpath,/nonexistent -o prog-nopie "$WORK/prog.c" -L. -lprop &&
+    must cc -fPIE -pie -o prog-pie "$WORK/prog.c" -L. -lprop || return 1
   for pagesize in default 8192 65536; do
     for kind in nopie pie lib; do
       local work=$PWD/$kind-$pagesize
@@ -255,34 +264,29 @@ EOF
 int prog_api(void) { return 42; }
 int main(void) { return prog_api(); }
 EOF
-  local ld tested=() long
+  local long f
   long=$(printf '%0300d' 0 | tr 0 r)
-  for ld in bfd gold lld mold; do
-    mkdir -p "$ld" || return 1
-    # A linker this machine lacks is left out (listed below); GNU ld must be there.
-    gcc -fuse-ld="$ld" -fPIC -shared -Wl,--version-script=ver.map -o "$ld/libver.so" ver.c 2>/dev/null || {
-      [[ $ld != bfd ]] || return 1
-      continue
+  must cc -fPIC -shared -Wl,--version-script=ver.map -o libver.so ver.c &&
+    must cc -o usever usever.c -L. -lver &&
+    must cc -fno-pie -no-pie -rdynamic -Wl,--version-script=vexe.map -o vexe vexe.c || return 1
+  # The preconditions: the consumer requires VERS_1.0, and both objects define versions.
+  if ! readelf -V usever | grep -q 'Name: VERS_1.0' || ! readelf -SW libver.so | grep -q '[.]gnu[.]version_d' ||
+    ! readelf -SW vexe | grep -q '[.]gnu[.]version_d'; then
+    echo "precondition: no VERS_1.0 requirement or no .gnu.version_d" >&2
+    return 1
+  fi
+  for f in libver.so vexe; do
+    cp "$f" "$f.orig"
+    must "$PE" --set-rpath "/lib/$long" "$f" || return 1
+    [[ $(verdef_tag "$f") == "$(verdef_addr "$f")" && $(verdef_tag "$f") != 0 ]] || {
+      echo "$f: DT_VERDEF $(verdef_tag "$f"), .gnu.version_d at $(verdef_addr "$f")" >&2
+      return 1
     }
-    must gcc -fuse-ld="$ld" -o "$ld/usever" usever.c -L"$ld" -lver &&
-      must gcc -fuse-ld="$ld" -fno-pie -no-pie -rdynamic -Wl,--version-script=vexe.map -o "$ld/vexe" vexe.c &&
-      readelf -V "$ld/usever" | grep -q 'VERS_1.0' || return 1
-    local f
-    for f in "$ld/libver.so" "$ld/vexe"; do
-      cp "$f" "$f.orig"
-      must "$PE" --set-rpath "/lib/$long" "$f" || return 1
-      [[ $(verdef_tag "$f") == "$(verdef_addr "$f")" && $(verdef_tag "$f") != 0 ]] || {
-        echo "$f: DT_VERDEF $(verdef_tag "$f"), .gnu.version_d at $(verdef_addr "$f")" >&2
-        return 1
-      }
-      elflint_like "$f" "$f.orig" || return 1
-    done
-    # glibc checks usever's VERS_1.0 requirement against libver's verdef chain at load time.
-    runs_with 42 env LD_BIND_NOW=1 LD_LIBRARY_PATH="$PWD/$ld" "$ld/usever" &&
-      runs_with 42 "$ld/vexe" || return 1
-    tested+=("$ld")
+    elflint_like "$f" "$f.orig" || return 1
   done
-  echo "linkers: ${tested[*]}" >&2
+  # glibc checks usever's VERS_1.0 requirement against libver's verdef chain at load time.
+  runs_with 42 env LD_BIND_NOW=1 LD_LIBRARY_PATH="$PWD" ./usever &&
+    runs_with 42 ./vexe
 }
 
 ######################################################################
@@ -293,32 +297,60 @@ declare -A props=(
   [strip-gap-rewrite]=prop_strip_gap
   [verdef-relocate]=prop_verdef
 )
-passed=0 failed=0
+# The toolchains each property is built with: GNU ld, 32-bit x86, gold, lld, mold.
+declare -A variants=([gcc]="" [m32]="-m32" [gold]="-fuse-ld=gold" [lld]="-fuse-ld=lld" [mold]="-fuse-ld=mold")
+variantOrder=(gcc m32 gold lld mold)
+
+printf 'int main(void) { return 0; }\n' >"$WORK/probe.c"
+passed=0 failed=0 notHere=() notApplicable=()
 for name in shared-rpath executable-page-growth strip-gap-rewrite verdef-relocate; do
-  declare -A verdict=()
-  for tool in elfpatch patchelf; do
-    if [[ $tool == patchelf && -z $REF ]]; then
-      verdict[$tool]=n/a
+  for variant in "${variantOrder[@]}"; do
+    flags=${variants[$variant]}
+    # shellcheck disable=SC2086 # flags is a list of words
+    if ! gcc $flags -o "$WORK/probe" "$WORK/probe.c" 2>/dev/null || ! "$WORK/probe"; then
+      # Under run-all.sh (STUBSTRIP_REQUIRE_TOOLS=1) every toolchain must be there.
+      if [[ $variant == gcc || ${STUBSTRIP_REQUIRE_TOOLS-} == 1 ]]; then
+        printf '%-5s %-40s cannot build and run with gcc %s\n' FAIL "$name ($variant)" "$flags"
+        ((failed++))
+      else
+        notHere+=("$variant")
+      fi
       continue
     fi
-    mkdir -p "$WORK/$tool/$name"
-    strict=
-    [[ $tool == patchelf ]] || strict=1
-    if (cd "$WORK/$tool/$name" && PE=$WORK/bin-$tool/patchelf STRICT_ELFLINT=$strict "${props[$name]}") \
-      >"$WORK/$tool/$name.log" 2>&1; then
-      verdict[$tool]=PASS
-    else
-      verdict[$tool]=FAIL
-    fi
-    # The reference's eu-elflint messages, which do not decide its verdict.
-    [[ $tool == elfpatch ]] || ! grep -q '^eu-elflint: ' "$WORK/$tool/$name.log" ||
-      verdict[$tool]+=" (eu-elflint: $(grep -c '^eu-elflint: ' "$WORK/$tool/$name.log") files with messages)"
+    declare -A verdict=()
+    for tool in elfpatch patchelf; do
+      if [[ $tool == patchelf && -z $REF ]]; then
+        verdict[$tool]=n/a
+        continue
+      fi
+      strict=
+      [[ $tool == patchelf ]] || strict=1
+      dir=$WORK/$tool/$name-$variant
+      mkdir -p "$dir"
+      status=0
+      (cd "$dir" && PE=$WORK/bin-$tool/patchelf STRICT_ELFLINT=$strict VARIANT_FLAGS=$flags "${props[$name]}") \
+        >"$dir.log" 2>&1 || status=$?
+      case $status in
+      0) verdict[$tool]=PASS ;;
+      77) verdict[$tool]=N/A ;;
+      *) verdict[$tool]=FAIL ;;
+      esac
+      # The reference's eu-elflint messages, which do not decide its verdict.
+      [[ $tool == elfpatch ]] || ! grep -q '^eu-elflint: ' "$dir.log" ||
+        verdict[$tool]+=" (eu-elflint: $(grep -c '^eu-elflint: ' "$dir.log") files with messages)"
+    done
+    printf '%-5s %-40s patchelf: %s\n' "${verdict[elfpatch]}" "$name ($variant)" "${verdict[patchelf]}"
+    for tool in elfpatch patchelf; do
+      [[ ${verdict[$tool]} != FAIL* ]] || sed "s/^/      [$tool] /" "$WORK/$tool/$name-$variant.log" | tail -8
+    done
+    case ${verdict[elfpatch]} in
+    PASS*) ((passed++)) ;;
+    N/A) notApplicable+=("$name ($variant)") ;;
+    *) ((failed++)) ;;
+    esac
   done
-  printf '%-5s %-28s patchelf: %s\n' "${verdict[elfpatch]}" "$name (property)" "${verdict[patchelf]}"
-  for tool in elfpatch patchelf; do
-    [[ ${verdict[$tool]} != FAIL* ]] || sed "s/^/      [$tool] /" "$WORK/$tool/$name.log" | tail -8
-  done
-  if [[ ${verdict[elfpatch]} == PASS* ]]; then ((passed++)); else ((failed++)); fi
 done
+((${#notHere[@]} == 0)) || echo "not on this machine, left out: $(printf '%s\n' "${notHere[@]}" | sort -u | xargs)"
+((${#notApplicable[@]} == 0)) || echo "precondition not met, nothing to test: ${notApplicable[*]}"
 echo "$passed passed, $failed failed"
 ((failed == 0))
