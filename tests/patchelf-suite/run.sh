@@ -52,17 +52,22 @@ die() {
 }
 
 ######################################################################
-# Tools: the sdist's build needs autoreconf (bootstrap.sh), the tests need unshare and mknod (root).
+# Tools: the sdist's build needs autoreconf (bootstrap.sh), the tests need unshare and mknod (root),
+# and zsh for zsh-completion.sh (which otherwise skips).
 
 [[ $(id -u) == 0 ]] || die "must run as root: each test runs in its own mount namespace (unshare -m)"
 command -v unshare >/dev/null || die "unshare (util-linux) is required"
-if ! command -v autoreconf >/dev/null || ! command -v automake >/dev/null; then
-  command -v apt-get >/dev/null || die "autoconf and automake are required"
-  echo "run.sh: installing autoconf automake" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends autoconf automake >/dev/null ||
+missing=()
+for tool in autoreconf:autoconf automake:automake zsh:zsh; do
+  command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+done
+if ((${#missing[@]})); then
+  command -v apt-get >/dev/null || die "missing: ${missing[*]}"
+  echo "run.sh: installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
     { apt-get update -qq >/dev/null &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends autoconf automake >/dev/null; } ||
-    die "could not install autoconf automake"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; } ||
+    die "could not install ${missing[*]}"
 fi
 for tool in g++ gcc make strip readelf objdump; do
   command -v "$tool" >/dev/null || die "$tool is required"
@@ -213,9 +218,9 @@ for script in "${scripts[@]}"; do
 done
 
 # The properties behind the exceptions, with the patchelf just built as the reference (once: they
-# build their fixtures for both word sizes themselves).
+# build their fixtures for both word sizes themselves; not in a FILTER run).
 propPassed=0 propFailed=0 propStatus=0
-if [[ -z $M32 ]]; then
+if [[ -z $M32 && -z $FILTER ]]; then
   echo
   echo "The properties behind the exceptions (exceptions.sh):"
   ELFPATCH=$BIN PATCHELF_REF=$upstream/src/patchelf "$HERE/exceptions.sh" | tee "$RUN/logs/exceptions.log"
@@ -229,7 +234,7 @@ echo
 echo "fixtures built with $FIXTURE_CC"
 echo "patchelf $VERSION itself: $basePassed passed, $baseFailed failed"
 echo "elfpatch: $passed passed, $failed failed ($expected named exceptions, $bothFail failing with patchelf too, $skipped skipped)"
-[[ -n $M32 ]] || echo "elfpatch on the exceptions' properties: $propPassed passed, $propFailed failed"
+[[ -n $M32 || -n $FILTER ]] || echo "elfpatch on the exceptions' properties: $propPassed passed, $propFailed failed"
 ((regressions == 0)) || echo "passing with patchelf, failing with elfpatch: ${regressed[*]}"
 echo "logs: $RUN/logs/{patchelf,elfpatch}/NAME.log"
 echo "$((passed + propPassed)) passed, $((failed + propFailed)) failed"

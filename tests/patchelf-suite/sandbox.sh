@@ -31,6 +31,10 @@ ln -s /proc/self/fd/0 /dev/stdin
 ln -s /proc/self/fd/1 /dev/stdout
 ln -s /proc/self/fd/2 /dev/stderr
 mkdir -m 1777 /dev/shm
+# A pseudo-terminal instance of its own, for zsh-completion.sh's zpty.
+mkdir /dev/pts
+mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 stubstrip-pts /dev/pts
+ln -s pts/ptmx /dev/ptmx
 
 # /tmp: a tmpfs too, unless the work lies under /tmp (mounting over it would hide the tree); the
 # tests that need a temporary directory honour TMPDIR, which points into the work directory.
