@@ -9,7 +9,8 @@
 #   executable-page-growth  a non-PIE program takes an 800-byte run path, finds its library
 #                           through it, and maps at most a few more pages
 #   strip-gap-rewrite       edit, strip, edit again (patchelf #593): still runs, for several
-#                           page sizes, programs and a library, over three rounds
+#                           page sizes, programs and a library, GNU strip and eu-strip, over
+#                           three rounds
 #   verdef-relocate         after an edit that grows .dynstr, DT_VERDEF still names
 #                           .gnu.version_d and the loader's version checks pass
 #
@@ -30,7 +31,7 @@ die() {
   exit 2
 }
 
-for tool in gcc strip readelf nm eu-elflint; do
+for tool in gcc strip eu-strip readelf nm eu-elflint; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 if [[ -n ${ELFPATCH-} ]]; then
@@ -72,10 +73,13 @@ EOF
 
 # must CMD...: runs CMD; on failure says which command failed (the property's log shows it).
 must() {
-  "$@" || {
-    echo "failed: $*" >&2
-    return 1
-  }
+  local status=0 cmd
+  "$@" || status=$?
+  ((status != 0)) || return 0
+  cmd="$*"
+  ((${#cmd} <= 160)) || cmd="${cmd:0:160}..."
+  echo "failed (exit $status): $cmd" >&2
+  return 1
 }
 # runs_with STATUS CMD...: CMD exits with STATUS.
 runs_with() {
@@ -194,48 +198,65 @@ prop_page_growth() {
   elflint_like prog prog.orig
 }
 
+# strip_rounds DIR KIND PAGESIZE STRIPPER: three rounds of edit, run, strip, run on one copy.
+strip_rounds() {
+  local dir=$1 kind=$2 pagesize=$3 stripper=$4 round extra rpath
+  local work=$PWD/$kind-$pagesize-$stripper
+  mkdir -p "$work/lib"
+  cp prog-"${kind/lib/pie}" "$work/prog"
+  cp libprop.so "$work/lib/libprop.so"
+  # The program finds the library through its own run path (the directory of 400 bytes), or, when
+  # the library is the one edited, through a plain one to $work/lib.
+  local target=$work/prog libdir=$dir
+  if [[ $kind == lib ]]; then
+    target=$work/lib/libprop.so libdir=$work/lib
+    must "$PE" --set-rpath "$libdir" "$work/prog" || return 1
+  else
+    cp libprop.so "$dir/libprop.so"
+  fi
+  for round in 1 2 3; do
+    # Each round a longer run path: nonexistent entries (a page or more of them on the last
+    # rounds), then the directory that holds the library.
+    extra=$((round == 1 ? 8 : round == 2 ? 16 : 40))
+    [[ $round != 3 || $pagesize != 65536 ]] || extra=160
+    rpath=$(misses "$extra")$libdir
+    local opts=()
+    [[ $pagesize == default || $round != 1 ]] || opts=(--page-size "$pagesize")
+    must "$PE" "${opts[@]}" --set-rpath "$rpath" "$target" || return 1
+    runs_with 42 env -u LD_LIBRARY_PATH "$work/prog" || {
+      echo "round $round: the edited program fails" >&2
+      return 1
+    }
+    must "$stripper" "$target" || return 1
+    runs_with 42 env -u LD_LIBRARY_PATH "$work/prog" || {
+      echo "round $round: the program fails after $stripper" >&2
+      return 1
+    }
+  done
+}
+
 # strip-gap-rewrite: edit, strip, edit again (three rounds), for a non-PIE program with a run
-# path, a PIE program and the library, with the default page size and --page-size 8192 / 65536.
+# path, a PIE program and the library, with the default page size and --page-size 8192 / 65536 on
+# the first edit, stripped by GNU strip and by elfutils' eu-strip. Every combination runs; the
+# failing ones are listed.
 prop_strip_gap() {
-  local dir pagesize kind round extra rpath
+  local dir pagesize kind stripper failures=0
   dir=$(long_dir "$PWD/libs" 400) &&
     must cc -fPIC -shared -o libprop.so "$WORK/libprop.c" &&
     must cc -fno-pie -no-pie -Wl,-rpath,/nonexistent -o prog-nopie "$WORK/prog.c" -L. -lprop &&
     must cc -fPIE -pie -o prog-pie "$WORK/prog.c" -L. -lprop || return 1
-  for pagesize in default 8192 65536; do
-    for kind in nopie pie lib; do
-      local work=$PWD/$kind-$pagesize
-      mkdir -p "$work"
-      cp prog-"${kind/lib/pie}" "$work/prog"
-      cp libprop.so "$dir/libprop.so"
-      local target=$work/prog
-      [[ $kind == lib ]] && target=$dir/libprop.so
-      for round in 1 2 3; do
-        # Each round a longer run path: nonexistent entries (a page or more of them on the last
-        # rounds), then the directory that holds the library.
-        extra=$((round == 1 ? 8 : round == 2 ? 16 : 40))
-        [[ $round != 3 || $pagesize != 65536 ]] || extra=160
-        rpath=$(misses "$extra")$dir
-        local opts=()
-        [[ $pagesize == default || $round != 1 ]] || opts=(--page-size "$pagesize")
-        if [[ $kind == lib ]]; then
-          must "$PE" "${opts[@]}" --set-rpath "$rpath" "$target" &&
-            must "$PE" --set-rpath "$dir" "$work/prog" || return 1
-        else
-          must "$PE" "${opts[@]}" --set-rpath "$rpath" "$target" || return 1
-        fi
-        runs_with 42 env -u LD_LIBRARY_PATH "$work/prog" || {
-          echo "$kind, page size $pagesize, round $round: edited program fails" >&2
-          return 1
-        }
-        must strip "$target" || return 1
-        runs_with 42 env -u LD_LIBRARY_PATH "$work/prog" || {
-          echo "$kind, page size $pagesize, round $round: stripped program fails" >&2
-          return 1
+  for stripper in strip eu-strip; do
+    for pagesize in default 8192 65536; do
+      for kind in nopie pie lib; do
+        strip_rounds "$dir" "$kind" "$pagesize" "$stripper" 2>"$kind-$pagesize-$stripper.err" || {
+          echo "FAILED: $kind, page size $pagesize, $stripper: $(tail -1 "$kind-$pagesize-$stripper.err")" >&2
+          ((failures++))
         }
       done
     done
   done
+  echo "combinations failed: $failures of 18" >&2
+  ((failures == 0))
 }
 
 # verdef_tag FILE / verdef_addr FILE: DT_VERDEF's value / .gnu.version_d's address, as numbers.
@@ -341,7 +362,9 @@ for name in shared-rpath executable-page-growth strip-gap-rewrite verdef-relocat
     done
     printf '%-5s %-40s patchelf: %s\n' "${verdict[elfpatch]}" "$name ($variant)" "${verdict[patchelf]}"
     for tool in elfpatch patchelf; do
-      [[ ${verdict[$tool]} != FAIL* ]] || sed "s/^/      [$tool] /" "$WORK/$tool/$name-$variant.log" | tail -8
+      [[ ${verdict[$tool]} != FAIL* ]] || grep -v '^eu-elflint: ' "$WORK/$tool/$name-$variant.log" |
+        grep '^FAILED: \|^combinations' | sed "s/^/      [$tool] /" | tail -19 | grep . ||
+        sed "s/^/      [$tool] /" "$WORK/$tool/$name-$variant.log" | tail -8
     done
     case ${verdict[elfpatch]} in
     PASS*) ((passed++)) ;;
