@@ -6,7 +6,8 @@
 # target/patchelf-suite/cache (never committed), built with its own autotools, and each test script
 # runs in a private mount namespace with its own /dev and /tmp (sandbox.sh). FILTER (a substring)
 # runs only the tests whose names contain it. --m32 builds the test fixtures with `gcc -m32` (and
-# gives the tests CC="gcc -m32"), in target/patchelf-suite/m32: the same tests on i386 files.
+# gives the tests a `gcc -m32` wrapper as CC), in target/patchelf-suite/m32: the same tests on i386
+# files (patchelf itself stays 64-bit).
 #
 # Prints one line per test, elfpatch's result first and patchelf's beside it, then runs
 # exceptions.sh (the properties behind the EXCEPTIONS, with elfpatch and the patchelf built here),
@@ -40,7 +41,7 @@ EXPECTED_SCRIPTS=57
 # (issue 17). They are reported but do not fail the suite; README.md argues each, and
 # exceptions.sh tests the property behind it with elfpatch.
 declare -A EXCEPTIONS=(
-  [shared-rpath]="asserts patchelf fills the old DT_RPATH string with X; elfpatch keeps a string another symbol shares intact"
+  [shared-rpath]="asserts patchelf fills the dead DT_RPATH string with X; elfpatch leaves old strings alone, shared or not"
   [executable-page-growth]="asserts patchelf's growth of the first PT_LOAD of a non-PIE program; elfpatch places new tables elsewhere"
   [strip-gap-rewrite]="its precondition is patchelf's layout (a gap strip leaves behind); the property is edit, strip, edit, run"
   [verdef-relocate]="asserts .gnu.version_d moves where patchelf moves it; elfpatch leaves it in place, still valid"
