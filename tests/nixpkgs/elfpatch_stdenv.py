@@ -329,8 +329,8 @@ def main():
             problems.append(f"{a}: propagated-build-inputs {text.strip()!r}")
         p, calls, versions = calls_problems(ours, a, ["--shrink-rpath", "--set-rpath"])
         problems += p
-    report(not problems, "elfpatch as stdenv's patchelf: buildRedist builds cuda_cudart and cuda_nvml_dev's stubs "
-           "output, its checks included, propagating our hook once; fixup's shrink-rpath and the driver runpath ran elfpatch",
+    report(not problems, f"{ours.label} as stdenv's patchelf: buildRedist builds cuda_cudart and cuda_nvml_dev's stubs "
+           f"output, its checks included, propagating our hook once; fixup's shrink-rpath and the driver runpath ran {ours.label}",
            "; ".join(problems))
     print(f"  (stdenv's patchelf --version, as the hooks see it: {sorted(versions)})", flush=True)
 
