@@ -18,7 +18,8 @@ salt so that it really builds:
 
 Inside each build the whole fixup phase, patchELF and every postFixupHooks entry are timed. The
 anchor, measured in the same builds: one `readelf -d` process per ELF file (what the hooks do
-per file, without patchelf). Prints the times and the ratios from this run. Checks: every output
+per file, without patchelf). --rounds N builds the variants in turn N times. Prints the times,
+the medians and the ratios from this run, also in anchors (fixup/anchor of each build). Checks: every output
 has the ELF files, no stub entry (`stubstrip check`), the driver link in every RUNPATH, and the
 same RUNPATHs (store hashes aside) as the other variant with the same stub hook. Not a timed
 test: it asserts results, not speed.
@@ -30,6 +31,7 @@ import argparse
 import os
 import random
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -125,6 +127,7 @@ def main():
     ap.add_argument("--other-files", type=int, default=2000)
     ap.add_argument("--scale", type=float, default=0.125, help="of tree_bench's sizes (its biggest: 512 MiB)")
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--rounds", type=int, default=1, help="build every variant this many times, in turn")
     ap.add_argument("--prebuilt", default=os.path.join(REPO, "target", "release"))
     ap.add_argument("--work", default="/tmp/stubstrip-fixup-bench")
     args = ap.parse_args()
@@ -153,42 +156,51 @@ def main():
     elf_bytes, text_bytes = make_plan(plan, args.elf_files, args.other_files, args.scale)
     stubstrip = os.path.join(prebuilt, "stubstrip")
 
-    salt = str(time.time_ns())
-    results = {}
-    for v in variants:
-        print(f"building {v} ...", file=sys.stderr, flush=True)
-        out, times, wall, log = build(args.work, prebuilt, v, plan, salt)
-        problems, runpaths = check(out, stubstrip, args.elf_files)
-        if problems:
-            sys.exit(f"{v}: {out}: {'; '.join(problems)}")
-        said = re.search(r"^stubstrip-bench: patchelf is (.*)$", log, re.M)
-        results[v] = (out, times, wall, runpaths, said.group(1) if said else "?")
-    for hook in ("nixpkgs", "ours"):
-        pair = [v for v in variants if v.endswith("+" + hook)]
-        if len(pair) == 2 and results[pair[0]][3] != results[pair[1]][3]:
-            diff = [r for r in results[pair[0]][3] if results[pair[0]][3][r] != results[pair[1]][3].get(r)]
-            sys.exit(f"{pair[0]} and {pair[1]} leave different RUNPATHs: {diff[:3]}")
+    results = {v: [] for v in variants}
+    for r in range(args.rounds):
+        salt = f"{time.time_ns()}-{r}"
+        for v in variants:
+            print(f"building {v} (round {r + 1} of {args.rounds}) ...", file=sys.stderr, flush=True)
+            out, times, wall, log = build(args.work, prebuilt, v, plan, salt)
+            problems, runpaths = check(out, stubstrip, args.elf_files)
+            if problems:
+                sys.exit(f"{v}: {out}: {'; '.join(problems)}")
+            said = re.search(r"^stubstrip-bench: patchelf is (.*)$", log, re.M)
+            results[v].append((out, times, wall, runpaths, said.group(1) if said else "?"))
+        for hook in ("nixpkgs", "ours"):
+            pair = [v for v in variants if v.endswith("+" + hook)]
+            if len(pair) == 2 and results[pair[0]][-1][3] != results[pair[1]][-1][3]:
+                a, b = results[pair[0]][-1][3], results[pair[1]][-1][3]
+                sys.exit(f"{pair[0]} and {pair[1]} leave different RUNPATHs: {[x for x in a if a[x] != b.get(x)][:3]}")
 
     mib = 1 << 20
     print(f"nixpkgs: {os.environ['NIXPKGS']}; {args.elf_files} ELF files ({elf_bytes / mib:.0f} MiB) and "
-          f"{args.other_files} other files ({text_bytes / mib:.0f} MiB) per build")
+          f"{args.other_files} other files ({text_bytes / mib:.0f} MiB) per build; {args.rounds} round(s), "
+          "the variants in turn")
+    for r in range(args.rounds):
+        for v in variants:
+            out, times, wall, _, said = results[v][r]
+            print(f"\n{v}, round {r + 1}: {out} (build {wall:.1f} s; stdenv's patchelf: {said})")
+            for what, t in times.items():
+                print(f"  {t:9.3f} s  {what}")
+            timed = sum(t for what, t in times.items() if not what.startswith(("anchor", "fixupPhase")))
+            print(f"  {times.get('fixupPhase (whole)', 0.0) - timed:9.3f} s  the rest of fixupPhase (strip, "
+                  "audit-tmpdir, patch-shebangs, ...)")
+
+    def median_of(v, what):
+        return statistics.median(res[1].get(what, 0.0) for res in results[v])
+
+    whole = {v: median_of(v, "fixupPhase (whole)") for v in variants}
+    anchor = {v: median_of(v, "anchor: readelf -d per ELF file") for v in variants}
+    per_anchor = {v: statistics.median(res[1]["fixupPhase (whole)"] / res[1]["anchor: readelf -d per ELF file"]
+                                       for res in results[v]) for v in variants}
+    print(f"\nthe whole fixup phase, median of {args.rounds} (anchor: one readelf -d per ELF file, in the same build):")
     for v in variants:
-        out, times, wall, _, said = results[v]
-        print(f"\n{v}: {out} (build {wall:.1f} s; stdenv's patchelf: {said})")
-        for what, t in times.items():
-            print(f"  {t:9.3f} s  {what}")
-        timed = sum(t for what, t in times.items() if not what.startswith(("anchor", "fixupPhase")))
-        print(f"  {times.get('fixupPhase (whole)', 0.0) - timed:9.3f} s  the rest of fixupPhase (strip, audit-tmpdir, "
-              "patch-shebangs, ...)")
-    whole = {v: results[v][1].get("fixupPhase (whole)", 0.0) for v in variants}
-    anchor = {v: results[v][1].get("anchor: readelf -d per ELF file", 0.0) for v in variants}
-    print("\nthe whole fixup phase (anchor: one readelf -d per ELF file, in the same build):")
-    for v in variants:
-        print(f"  {v:18} {whole[v]:8.3f} s   anchor {anchor[v]:7.3f} s   fixup/anchor {whole[v] / anchor[v]:6.2f}")
+        print(f"  {v:18} {whole[v]:8.3f} s   anchor {anchor[v]:7.3f} s   fixup/anchor {per_anchor[v]:6.2f}")
     for a, b in (("patchelf+nixpkgs", "elfpatch+ours"), ("patchelf+ours", "elfpatch+ours"),
                  ("patchelf+nixpkgs", "elfpatch+nixpkgs")):
         if a in whole and b in whole:
-            print(f"fixup phase, {a} / {b}: {whole[a] / whole[b]:.2f}x")
+            print(f"fixup phase, {a} / {b}: {whole[a] / whole[b]:.2f}x (in anchors: {per_anchor[a] / per_anchor[b]:.2f}x)")
     return 0
 
 
