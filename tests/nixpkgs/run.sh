@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The suite against a real nixpkgs tree (./README.md): runs only when NIXPKGS names one.
 #
-#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust]    (eval and build by default)
+#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust] [elfpatch-stdenv]
+#                                                               (eval and build by default)
 #
 #   eval   with Nix 2.26 (./setup.sh): `nix flake check --no-build` on x86_64-linux and
 #          aarch64-linux with the tree as the flake's nixpkgs input, and the drv comparison of
@@ -14,6 +15,9 @@
 #   rust   (only when named) the real buildRustPackage building nix/upstream's
 #          pkgs/by-name/st/stubstrip from this checkout, its check phase running the whole Rust
 #          test suite (./rust.nix)
+#   elfpatch-stdenv  (only when named) the CUDA packages and the consumer matrix built with
+#          elfpatch as stdenv's patchelf, checked as `build` checks them and compared with the
+#          same builds with patchelf 0.19.3 there (./elfpatch_stdenv.py)
 # Binaries: $STUBSTRIP_PREBUILT_DIR, else target/release (built with cargo when missing).
 # Prints PASS/FAIL lines and "N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
@@ -137,6 +141,13 @@ if want real-cuda; then
     # shellcheck source=tests/nixpkgs/real-cuda.sh
     . "$here/real-cuda.sh"
     realCudaTests
+fi
+
+# --- elfpatch-stdenv ----------------------------------------------------------------------------
+if want elfpatch-stdenv; then
+    # shellcheck source=tests/nixpkgs/elfpatch-stdenv.sh
+    . "$here/elfpatch-stdenv.sh"
+    elfpatchStdenvTests
 fi
 
 # --- build -------------------------------------------------------------------------------------
