@@ -368,7 +368,7 @@ fn replace(
         // Less the umask, as patchelf's open(O_CREAT, 0777) makes a new output.
         .mode(0o777)
         .open(&tmp)
-        .map_err(|e| Error::io(&tmp, "create", e))?;
+        .map_err(|e| Error::io(output, "create a file next to it", e))?;
     let result = (|| -> Result<Option<ApplyReport>> {
         if let Some(old) = keep {
             let mine = staged.metadata().map_err(|e| Error::io(&tmp, "stat", e))?;
