@@ -39,9 +39,15 @@ fn synopsis(o: &Opt) -> String {
     s
 }
 
+/// The option's help with its other names (where its heading does not show them already) and
+/// the `@FILE` mark.
 fn help_line(o: &Opt) -> String {
+    help_text(o, true)
+}
+
+fn help_text(o: &Opt, with_aliases: bool) -> String {
     let mut h = o.help.to_string();
-    if !o.aliases.is_empty() {
+    if with_aliases && !o.aliases.is_empty() {
         let _ = write!(h, " (also {})", o.aliases.join(", "));
     }
     if o.at_file {
@@ -146,7 +152,7 @@ pub fn man() -> String {
         for a in o.aliases {
             let _ = write!(head, ", \\fB{}\\fR", roff(a));
         }
-        let _ = writeln!(s, ".TP\n{head}\n{}", roff(&help_line(o)));
+        let _ = writeln!(s, ".TP\n{head}\n{}", roff(&help_text(o, false)));
     }
     s.push_str(".SH \"EXIT STATUS\"\n");
     for (code, what) in EXIT {
