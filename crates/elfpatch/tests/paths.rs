@@ -485,7 +485,9 @@ fn at_file_arguments_read_the_file_as_patchelf_does() {
         .args(["--set-rpath", "@does-not-exist"])
         .arg(&s.prog));
     assert_eq!(o.status.code(), Some(1), "{o:?}");
-    assert!(String::from_utf8_lossy(&o.stderr).contains("does-not-exist"));
+    // In patchelf's words too: its args-from-file.sh greps for them.
+    let msg = String::from_utf8_lossy(&o.stderr);
+    assert!(msg.contains("getting info about 'does-not-exist'"), "{msg}");
     let t = run(Command::new(pe)
         .args(["--set-rpath", "@does-not-exist"])
         .arg(&s.prog));
@@ -530,6 +532,10 @@ print("ok")
 fn patchelfs_refusals_and_differences_on_the_command_line() {
     let Some(s) = sample() else { return };
     let before = fs::read(&s.prog).unwrap();
+    // No arguments at all: the help, on stderr, and a failure (patchelf's basic-flags.sh).
+    let o = run(&mut elfpatch());
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--set-rpath"));
     // -V is no option (patchelf takes it for a file name and fails too).
     let o = run(elfpatch().arg("-V"));
     assert_eq!(o.status.code(), Some(2), "{o:?}");

@@ -273,9 +273,13 @@ fn program_name(argv0: Option<&OsStr>) -> String {
 fn main() -> ExitCode {
     let mut argv = std::env::args_os();
     let program = program_name(argv.next().as_deref());
-    let args = match parse_args(argv.collect::<Vec<OsString>>(), |p| {
-        std::fs::symlink_metadata(p).is_ok()
-    }) {
+    let argv: Vec<OsString> = argv.collect();
+    if argv.is_empty() {
+        // As patchelf: no arguments at all, the help on stderr and a failure.
+        eprint!("{}", docs::help());
+        return ExitCode::from(2);
+    }
+    let args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
         Ok(a) => a,
         Err(ParseError::Usage(msg)) => {
             eprintln!("elfpatch: {msg} (see elfpatch --help)");

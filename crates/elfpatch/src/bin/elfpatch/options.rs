@@ -497,9 +497,10 @@ pub fn resolve_at(opt: &str, arg: Vec<u8>) -> Result<Vec<u8>, ParseError> {
         return Ok(arg);
     };
     let path = PathBuf::from(OsString::from_vec(name.to_vec()));
+    // patchelf's words ("getting info about 'FILE'"), which its own tests look for.
     std::fs::read(&path).map_err(|e| {
         ParseError::AtFile(format!(
-            "{opt} @{}: cannot read {}: {e}",
+            "{opt} @{}: getting info about '{}': {e}",
             path.display(),
             path.display()
         ))
