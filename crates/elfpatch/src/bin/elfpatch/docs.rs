@@ -180,6 +180,8 @@ fn bash() -> String {
         let action = match o.complete {
             Complete::File => "mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")".to_string(),
             Complete::Text => "COMPREPLY=()".to_string(),
+            // COMP_WORDBREAKS holds ':': $cur is already the part after the last colon.
+            Complete::DirList => "mapfile -t COMPREPLY < <(compgen -d -- \"$cur\")".to_string(),
             Complete::Words(w) => format!(
                 "mapfile -t COMPREPLY < <(compgen -W '{}' -- \"$cur\")",
                 w.join(" ")
@@ -223,6 +225,7 @@ fn zsh() -> String {
             let action = match o.complete {
                 Complete::File => "_files".to_string(),
                 Complete::Text => " ".to_string(),
+                Complete::DirList => "_dir_list".to_string(),
                 Complete::Words(w) => format!("({})", w.join(" ")),
             };
             let _ = write!(tail, ":{}:{action}", a.to_lowercase());
@@ -252,6 +255,7 @@ fn fish() -> String {
                 (true, _) => String::new(),
                 (false, Complete::File) => " -r -F".into(),
                 (false, Complete::Text) => " -x".into(),
+                (false, Complete::DirList) => " -x -a '(__fish_complete_directories)'".into(),
                 (false, Complete::Words(w)) => format!(" -x -a '{}'", w.join(" ")),
             };
             let _ = writeln!(

@@ -18,8 +18,10 @@ pub const PATCHELF_VERSION: &str = "0.19.3";
 pub enum Complete {
     /// A path.
     File,
-    /// Free text (a library name, a run path).
+    /// Free text (a library name, a size).
     Text,
+    /// Directories separated by colons (a run path).
+    DirList,
     /// One of these words.
     Words(&'static [&'static str]),
 }
@@ -245,7 +247,7 @@ pub const OPTIONS: &[Opt] = &[
         name: "--set-rpath",
         aliases: &[],
         args: &["RPATH"],
-        complete: Complete::Text,
+        complete: Complete::DirList,
         at_file: true,
         repeats: false,
         help: "set the run path (DT_RUNPATH; DT_RPATH with --force-rpath)",
@@ -258,7 +260,7 @@ pub const OPTIONS: &[Opt] = &[
         name: "--add-rpath",
         aliases: &[],
         args: &["RPATH"],
-        complete: Complete::Text,
+        complete: Complete::DirList,
         at_file: true,
         repeats: false,
         help: "append RPATH to the run path",
@@ -297,7 +299,7 @@ pub const OPTIONS: &[Opt] = &[
         name: "--allowed-rpath-prefixes",
         aliases: &[],
         args: &["PREFIXES"],
-        complete: Complete::Text,
+        complete: Complete::DirList,
         at_file: false,
         repeats: false,
         help: "with --shrink-rpath, drop entries starting with none of PREFIXES (colon-separated)",
