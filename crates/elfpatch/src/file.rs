@@ -279,7 +279,8 @@ fn unique_suffix() -> String {
 /// - absent: the result is made next to it and renamed into place, with mode `0777` less the
 ///   umask (what patchelf creates);
 /// - a regular file with one name: replaced by a rename (never seen half-written), keeping its
-///   mode and owner; where the owner cannot be kept (not root), it is written through instead;
+///   mode and owner; where the owner cannot be kept or its directory not written (not root), it
+///   is written through instead;
 /// - a regular file with several names, a character device or a FIFO: written through, so every
 ///   name sees the result and the node itself stays (patchelf does the same);
 /// - the input itself: edited in place, as [`edit_in_place`] does;
@@ -361,14 +362,21 @@ fn replace(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.{}", unique_suffix()));
-    let staged = OpenOptions::new()
+    let staged = match OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
         // Less the umask, as patchelf's open(O_CREAT, 0777) makes a new output.
         .mode(0o777)
         .open(&tmp)
-        .map_err(|e| Error::io(output, "create a file next to it", e))?;
+    {
+        Ok(f) => f,
+        // A writable file in a directory we may not write: write through, as patchelf does.
+        Err(e) if keep.is_some() && e.kind() == io::ErrorKind::PermissionDenied => {
+            return write_through(source, plan, output)
+        }
+        Err(e) => return Err(Error::io(output, "create a file next to it", e)),
+    };
     let result = (|| -> Result<Option<ApplyReport>> {
         if let Some(old) = keep {
             let mine = staged.metadata().map_err(|e| Error::io(&tmp, "stat", e))?;

@@ -596,3 +596,69 @@ fn a_page_size_that_is_no_power_of_two_is_rounded_up_and_the_program_runs() {
     let (ok, out) = common::run_program(&grown);
     assert!(ok && out.contains("RAN"), "{out}");
 }
+
+#[test]
+fn without_root_an_output_the_rename_cannot_keep_is_written_through() {
+    let Some(s) = sample() else { return };
+    if !have("setpriv") {
+        skip("no setpriv: nothing runs as nobody");
+        return;
+    }
+    let nobody = [
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+    ];
+    // Everything nobody needs, readable by nobody: the CLI and the input.
+    fs::set_permissions(s.dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let cli = s.path("elfpatch");
+    fs::copy(env!("CARGO_BIN_EXE_elfpatch"), &cli).unwrap();
+    fs::set_permissions(&cli, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&s.prog, fs::Permissions::from_mode(0o755)).unwrap();
+    let want = expected(&s, &grow());
+    let long = String::from_utf8(match &grow()[0] {
+        Edit::SetRunpath(r) => r.clone(),
+        _ => unreachable!(),
+    })
+    .unwrap();
+    // (1) nobody's file in a directory only root writes: no file can be made next to it.
+    let locked = s.path("locked");
+    fs::create_dir(&locked).unwrap();
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+    let theirs = locked.join("out");
+    fs::write(&theirs, b"old").unwrap();
+    run_ok(Command::new("chown").arg("65534:65534").arg(&theirs));
+    // (2) root's world-writable file in a world-writable directory: nobody cannot chown a
+    // replacement back to root.
+    let open = s.path("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let roots = open.join("out");
+    fs::write(&roots, b"old").unwrap();
+    fs::set_permissions(&roots, fs::Permissions::from_mode(0o666)).unwrap();
+    for out in [&theirs, &roots] {
+        let before = fs::metadata(out).unwrap();
+        let o = run(Command::new(nobody[0])
+            .args(&nobody[1..])
+            .arg(&cli)
+            .args(["--set-rpath", &long, "--output"])
+            .arg(out)
+            .arg(&s.prog));
+        if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("setpriv") {
+            skip("setpriv cannot switch to nobody here");
+            return;
+        }
+        assert!(o.status.success(), "{}: {o:?}", out.display());
+        let after = fs::metadata(out).unwrap();
+        assert_eq!(
+            (after.ino(), after.uid(), after.mode()),
+            (before.ino(), before.uid(), before.mode()),
+            "{}",
+            out.display()
+        );
+        assert!(fs::read(out).unwrap() == want, "{}", out.display());
+        no_leftovers(out.parent().unwrap());
+    }
+}
