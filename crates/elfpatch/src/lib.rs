@@ -46,6 +46,7 @@ pub mod apply;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod note;
 pub mod plan;
 pub mod read;
 pub mod refs;
