@@ -291,6 +291,12 @@ impl StubRule {
         let mut changes = Vec::new();
         let mut new = cache.clone();
         for entry in new.entries.iter_mut() {
+            // An entry without a stub stays as patchelf wrote it, duplicate hints included (a
+            // name or a directory listed twice), unlike a run path, whose duplicate driver
+            // links the rule folds.
+            if !entry.hints.iter().any(|h| self.stubs.is_stub(hint_dir(h))) {
+                continue;
+            }
             let rewritten =
                 self.rewrite_items(&entry.hints, hint_dir, driver.clone(), compat.clone());
             if let Some((hints, removed)) = rewritten {
@@ -555,7 +561,48 @@ mod tests {
         ]
     }
 
+    fn hint() -> impl Strategy<Value = Hint> {
+        (entry(), any::<bool>()).prop_map(|(dir, exact)| match exact && dir.starts_with('/') {
+            true => Hint::Exact(format!("{dir}/libcuda.so.1").into_bytes()),
+            false => Hint::Search(dir.into_bytes()),
+        })
+    }
+
     proptest! {
+        #[test]
+        fn note_rule_properties(lists in prop::collection::vec(prop::collection::vec(hint(), 1..6), 0..4), with_compat: bool) {
+            let r = rule(with_compat.then_some("/nix/store/c-cuda_compat/compat"));
+            let before = ResolutionCache {
+                entries: lists
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, hints)| elfpatch::note::Entry { needed: format!("lib{i}.so").into_bytes(), hints })
+                    .collect(),
+            };
+            let after = r.rewrite_note(&before).map_or_else(|| before.clone(), |rw| rw.cache);
+            // No hint into a stub survives; no entry is lost or reordered.
+            prop_assert!(r.stubs.note_stub_hints(&after).is_empty());
+            let names = |c: &ResolutionCache| c.entries.iter().map(|e| e.needed.clone()).collect::<Vec<_>>();
+            prop_assert_eq!(names(&after), names(&before));
+            for (b, a) in before.entries.iter().zip(&after.entries) {
+                let stubbed = b.hints.iter().any(|h| r.stubs.is_stub(hint_dir(h)));
+                // Entries without a stub are untouched; the others search the driver link.
+                if !stubbed {
+                    prop_assert_eq!(&a.hints, &b.hints);
+                } else {
+                    let driver = a.hints.iter().filter(|h| hint_dir(h) == r.driver_link.as_slice()).count();
+                    prop_assert_eq!(driver, 1);
+                }
+                // The other hints keep their order.
+                let special = |h: &&Hint| r.stubs.is_stub(hint_dir(h)) || hint_dir(h) == r.driver_link.as_slice() || r.compat.as_deref() == Some(hint_dir(h));
+                let keep = |v: &[Hint]| v.iter().filter(|h| !special(h)).cloned().collect::<Vec<_>>();
+                prop_assert_eq!(keep(&a.hints), keep(&b.hints));
+            }
+            // Idempotent, and what it writes is a descriptor that parses back.
+            prop_assert_eq!(r.rewrite_note(&after), None);
+            prop_assert_eq!(ResolutionCache::parse(&after.to_descriptor()).ok(), Some(after.clone()));
+        }
+
         #[test]
         fn rule_properties(entries in prop::collection::vec(entry(), 0..8), with_compat: bool) {
             let r = rule(with_compat.then_some("/nix/store/c-cuda_compat/compat"));
