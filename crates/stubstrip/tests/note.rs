@@ -240,9 +240,14 @@ fn check_fails_on_a_stub_in_the_note_and_says_where() {
     );
     let v = json(&stubstrip_run(&["check", "--json"], &[&n.out]));
     assert_eq!(v["findings"][0]["tag"], "NOTE");
-    // The same as a stub in RUNPATH: fix rewrites the note alone.
-    let r = stubstrip_run(&["fix", "--driver-link", &n.driver], &[&n.out]);
+    // The same as a stub in RUNPATH: fix rewrites the note alone, and names the stub
+    // directory it removed (what the hook's check-time fallback offers).
+    let r = stubstrip_run(
+        &["fix", "--print-removed", "--driver-link", &n.driver],
+        &[&n.out],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("{}\n", n.stub));
     assert!(r
         .stderr
         .starts_with("stubstrip: 1 of 2 ELF files rewritten, 1 stub entries replaced"));
