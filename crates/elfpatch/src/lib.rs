@@ -47,9 +47,11 @@ pub mod apply;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod note;
 pub mod plan;
 pub mod read;
 pub mod refs;
+pub mod resolution;
 #[doc = include_str!("refusals.md")]
 pub mod refusals {}
 pub mod source;

@@ -31,6 +31,8 @@ enum Failure {
     Elf(elfpatch::Error),
     /// `--print-interpreter` on a file without `PT_INTERP`.
     NoInterpreter(PathBuf),
+    /// `--build-resolution-cache` on a file whose note says something else (as patchelf).
+    StaleNote(PathBuf),
 }
 
 impl From<elfpatch::Error> for Failure {
@@ -48,6 +50,12 @@ impl std::fmt::Display for Failure {
                 "{}: has no PT_INTERP (it is most likely a shared library or statically linked)",
                 path.display()
             ),
+            Failure::StaleNote(path) => write!(
+                f,
+                "{}: {}",
+                path.display(),
+                elfpatch::resolution::ERR_ALREADY_PRESENT
+            ),
         }
     }
 }
@@ -55,8 +63,10 @@ impl std::fmt::Display for Failure {
 impl Failure {
     /// The exit status (see `docs::EXIT`).
     fn exit_code(&self) -> u8 {
-        let Failure::Elf(e) = self else {
-            return 8;
+        let e = match self {
+            Failure::Elf(e) => e,
+            Failure::NoInterpreter(_) => return 8,
+            Failure::StaleNote(_) => return 6,
         };
         match e.kind() {
             ErrorKind::Io => 1,
@@ -244,7 +254,7 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
     };
     let outcome = match &a.output {
         Some(o) => edit_to(path, o, &edits, &opts)?,
-        None if edits.is_empty() => return Ok(()),
+        None if edits.is_empty() => return build_note(a, path, &opts),
         None => file.edit(&edits, &opts)?,
     };
     if a.debug {
@@ -258,6 +268,47 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
             outcome.plan.new_len
         );
     }
+    build_note(a, a.output.as_deref().unwrap_or(path), &opts)
+}
+
+/// `--build-resolution-cache` on `path`, once the other edits are written: the descriptor
+/// patchelf 0.19.3 computes from the file's DT_NEEDED and run path, its warnings when there is
+/// nothing to write, its refusal when a note that says something else is already there.
+fn build_note(a: &Args, path: &Path, opts: &Options) -> Result<(), Failure> {
+    use elfpatch::resolution::{self, Built};
+    if !a.build_resolution_cache {
+        return Ok(());
+    }
+    let file = ElfFile::open_rw(path)?;
+    let e = file.elf();
+    let tables = file.tables()?;
+    // patchelf looks for the note by its section's name; elfpatch finds it by its segment too.
+    let present = tables.note.is_some()
+        || tables.note_fault.is_some()
+        || e.section_by_name(elfpatch::note::SECTION_NAME).is_some();
+    let nothing = |warning: &str| {
+        if present {
+            return Err(Failure::StaleNote(path.to_path_buf()));
+        }
+        eprintln!("{warning}");
+        Ok(())
+    };
+    if e.dynamic.is_none() {
+        return nothing(resolution::WARN_NO_DYNAMIC);
+    }
+    let built = resolution::build(&e.needed(), current_rpath(e), &resolution::SystemView);
+    let desc = match built {
+        Built::NothingToResolve => return nothing(resolution::WARN_NOTHING_TO_RESOLVE),
+        Built::NothingResolved => return nothing(resolution::WARN_NOTHING_RESOLVED),
+        Built::Cache(cache) => cache.to_descriptor(),
+    };
+    if present {
+        return match tables.note {
+            Some(n) if n.desc == desc => Ok(()),
+            _ => Err(Failure::StaleNote(path.to_path_buf())),
+        };
+    }
+    file.edit(&[Edit::SetResolutionCache(desc)], opts)?;
     Ok(())
 }
 

@@ -107,6 +107,8 @@ pub struct Args {
     pub replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
     /// `--page-size`, a power of two.
     pub page_size: Option<u64>,
+    /// `--build-resolution-cache`: write the note after the other edits.
+    pub build_resolution_cache: bool,
     /// `--output`.
     pub output: Option<PathBuf>,
     /// `--debug`.
@@ -129,6 +131,7 @@ impl Args {
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
+            || self.build_resolution_cache
     }
 }
 
@@ -335,6 +338,19 @@ pub const OPTIONS: &[Opt] = &[
         help: "write DT_RPATH rather than DT_RUNPATH",
         set: |a, _| {
             a.force_rpath = true;
+            Ok(())
+        },
+    },
+    Opt {
+        name: "--build-resolution-cache",
+        aliases: &[],
+        args: &[],
+        complete: Complete::Text,
+        at_file: false,
+        repeats: false,
+        help: "write the resolution-cache note (.note.nixos.ldcache) as patchelf 0.19.3 does, after the other edits",
+        set: |a, _| {
+            a.build_resolution_cache = true;
             Ok(())
         },
     },
@@ -575,6 +591,9 @@ fn check(a: &Args) -> Result<(), ParseError> {
     }
     if a.set_rpath.is_some() && a.add_rpath.is_some() {
         return usage("--set-rpath cannot be combined with --add-rpath (patchelf refuses it too)");
+    }
+    if a.force_rpath && a.build_resolution_cache {
+        return usage("--build-resolution-cache cannot be combined with --force-rpath");
     }
     Ok(())
 }
