@@ -33,7 +33,7 @@ pub struct MemFs {
 
 /// The settings of an x86-64 glibc loader whose default directories are `/lib/` and `/usr/lib/`
 /// (`$LIB` is `lib`, `$PLATFORM` `x86_64`, `LD_LIBRARY_PATH` unset), with `cache` as its
-/// `ld.so.cache`.
+/// `ld.so.cache`. It reads the resolution-cache note and follows `dlopen`s.
 pub fn x86_64_settings(cache: Option<LdCache>) -> LoaderSettings {
     LoaderSettings {
         target: Target::of(&RawHeader::parse(&header(ELFCLASS64, EM_X86_64))),
@@ -47,6 +47,8 @@ pub fn x86_64_settings(cache: Option<LdCache>) -> LoaderSettings {
             path: b"/lib64/ld-linux-x86-64.so.2".to_vec(),
             soname: Some(b"ld-linux-x86-64.so.2".to_vec()),
         }),
+        read_ld_cache_note: true,
+        follow_dlopen: true,
     }
 }
 
