@@ -19,7 +19,7 @@ pub enum Node {
     /// A symlink to this path.
     Link(Bytes),
     /// An ELF file: header bytes and dynamic information.
-    Elf(Vec<u8>, ElfInfo),
+    Elf(Vec<u8>, Box<ElfInfo>),
     /// Any other file.
     Data(Vec<u8>),
 }
@@ -96,7 +96,7 @@ impl MemFs {
     pub fn elf(&mut self, path: &str, class: u8, machine: u16, info: ElfInfo) -> &mut Self {
         self.nodes.insert(
             path.as_bytes().to_vec(),
-            Node::Elf(header(class, machine), info),
+            Node::Elf(header(class, machine), Box::new(info)),
         );
         self
     }
@@ -190,7 +190,7 @@ impl FsView for MemFs {
 
     fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, ReadElfError> {
         match self.resolve(path) {
-            Some((_, Node::Elf(_, info))) => Ok(info.clone()),
+            Some((_, Node::Elf(_, info))) => Ok((**info).clone()),
             _ => Err(ReadElfError::NotElf),
         }
     }
