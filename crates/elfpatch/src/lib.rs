@@ -50,6 +50,7 @@ pub mod note;
 pub mod plan;
 pub mod read;
 pub mod refs;
+pub mod resolution;
 #[doc = include_str!("refusals.md")]
 pub mod refusals {}
 pub mod source;

