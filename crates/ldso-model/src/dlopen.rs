@@ -133,7 +133,10 @@ impl DlopenSource {
                 feature.as_deref().unwrap_or("unnamed"),
                 priority.as_deref().unwrap_or("unset")
             ),
-            DlopenSource::Table(t) => format!("stubstrip's NVIDIA table: {}", t.source),
+            DlopenSource::Table(t) => format!(
+                "stubstrip's NVIDIA table, entry for {}: {}",
+                t.applies_to, t.source
+            ),
         }
     }
 }

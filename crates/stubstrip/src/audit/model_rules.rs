@@ -10,24 +10,13 @@ use ldso_model::fsview::{dirname, Bytes, FsView};
 use ldso_model::resolve::{resolve, LookupOutcome, Program, Resolution, Reuse};
 
 use super::rules::{
-    AuditContext, AuditFinding, AuditSubject, DLOPEN_STUB, NOTE_OUTSIDE, NOTE_PINS_STUB, NOTE_STALE,
+    trim_slashes, under, AuditContext, AuditFinding, AuditSubject, DLOPEN_STUB, NOTE_OUTSIDE,
+    NOTE_PINS_STUB, NOTE_STALE,
 };
 use crate::explain::report::stub_dir;
 
 fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-fn trim_slashes(mut d: &[u8]) -> &[u8] {
-    while d.len() > 1 && d.ends_with(b"/") {
-        d = &d[..d.len() - 1];
-    }
-    d
-}
-
-fn under(path: &[u8], dir: &[u8]) -> bool {
-    let (p, d) = (trim_slashes(path), trim_slashes(dir));
-    p == d || (p.starts_with(d) && p.get(d.len()) == Some(&b'/'))
 }
 
 fn finding(
@@ -331,9 +320,7 @@ mod tests {
             &[
                 (
                     "libbar.so.1",
-                    &[format!(
-                        "=/nix/store/0123456789abcdfghijklmnpqrsvwxyz-old/libbar.so.1"
-                    )],
+                    &["=/nix/store/0123456789abcdfghijklmnpqrsvwxyz-old/libbar.so.1".to_string()],
                 ),
                 (
                     "libfoo.so.1",

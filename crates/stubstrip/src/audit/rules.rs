@@ -234,14 +234,16 @@ fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn trim_slashes(mut d: &[u8]) -> &[u8] {
+/// `d` without trailing slashes (`/` stays).
+pub(super) fn trim_slashes(mut d: &[u8]) -> &[u8] {
     while d.len() > 1 && d.ends_with(b"/") {
         d = &d[..d.len() - 1];
     }
     d
 }
 
-fn under(path: &[u8], dir: &[u8]) -> bool {
+/// Whether `path` is `dir` or lies inside it.
+pub(super) fn under(path: &[u8], dir: &[u8]) -> bool {
     let (p, d) = (trim_slashes(path), trim_slashes(dir));
     p == d || (p.starts_with(d) && p.get(d.len()) == Some(&b'/'))
 }

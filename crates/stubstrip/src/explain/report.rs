@@ -326,11 +326,10 @@ fn tree_order(r: &ExplainReport) -> Vec<usize> {
     out
 }
 
-/// The human-readable report: the loader's settings, then every lookup.
-fn render_text(r: &ExplainReport) -> String {
-    let mut o = String::new();
+/// The header of the report: the file and the loader's settings.
+fn render_settings(r: &ExplainReport, o: &mut String) {
     let _ = writeln!(
-        o,
+        *o,
         "{}: {}{}",
         r.file,
         r.architecture,
@@ -341,26 +340,26 @@ fn render_text(r: &ExplainReport) -> String {
     );
     let st = &r.settings;
     let _ = writeln!(
-        o,
+        *o,
         "  default dirs     {} ({})",
         st.default_dirs.join(":"),
         st.default_dirs_from
     );
-    let _ = writeln!(o, "  ld.so.cache      {}", st.cache);
+    let _ = writeln!(*o, "  ld.so.cache      {}", st.cache);
     let _ = writeln!(
-        o,
+        *o,
         "  LD_LIBRARY_PATH  {}",
         st.ld_library_path.as_deref().unwrap_or("(unset)")
     );
     let _ = writeln!(
-        o,
+        *o,
         "  $LIB={}  $PLATFORM={} ({})",
         st.lib,
         st.platform.as_deref().unwrap_or("(none)"),
         st.platform_from
     );
     let _ = writeln!(
-        o,
+        *o,
         "  note             resolution-cache note {}; dlopen {}",
         if st.resolution_cache_note == "read" {
             "read (glibc patched as in nixpkgs PR #535735; --glibc upstream ignores it)"
@@ -373,6 +372,12 @@ fn render_text(r: &ExplainReport) -> String {
             "not followed"
         }
     );
+}
+
+/// The human-readable report: the loader's settings, then every lookup.
+fn render_text(r: &ExplainReport) -> String {
+    let mut o = String::new();
+    render_settings(r, &mut o);
     let _ = writeln!(o);
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     for k in tree_order(r) {
@@ -618,8 +623,8 @@ mod tests {
         );
         assert!(text.contains(&want), "{text}");
         let from =
-            "\n              dlopen by libcudart.so.12, known from stubstrip's NVIDIA table: \
-                    NVIDIA CUDA Compatibility guide";
+            "\n              dlopen by libcudart.so.12, known from stubstrip's NVIDIA table, \
+                    entry for libcudart.so.* (the CUDA runtime): NVIDIA CUDA Compatibility guide";
         assert!(text.contains(from), "{text}");
         assert!(text.contains("!!! STUB !!!"), "{text}");
         assert_eq!(r.summary.stubs, 1);
