@@ -134,7 +134,7 @@ whence() {
 torchCuda=$(cd "$W/site" && find . -type f -name libtorch_cuda.so | head -1)
 explainCuda() { # WANT
   "$STUBSTRIP" explain --ld-library-path '' "$W/site/$torchCuda" >"$W/explain.txt" 2>&1
-  grep -B1 -A1 'dlopen libcuda\.so\.1' "$W/explain.txt" | sed "s|$W|\$W|g; s/^/    | /" | cut -c1-220 | head -12
+  grep -A1 'dlopen libcuda\.so\.1 => .*\[RUNPATH' "$W/explain.txt" | sed "s|$W|\$W|g; s/^/    | /" | cut -c1-220 | head -6
   "$STUBSTRIP" explain --json --ld-library-path '' "$W/site/$torchCuda" >"$W/explain.json" 2>/dev/null
   "$PY" - "$W/explain.json" "$1" <<'PYEOF'
 import json, sys
@@ -146,7 +146,10 @@ hits = [l for l in v["lookups"]
 for l in hits:
     print("    libcudart's dlopen(libcuda.so.1):", l["result"], l["path"], l.get("found_via"),
           "STUB" if l["stub"] else "")
-sys.exit(0 if hits and all((l["path"] or "").startswith(want) for l in hits) else 1)
+# Some dlopen by libcudart loads it, found by libcudart's own RUNPATH; every one lands under want.
+found = [l for l in hits if l["result"] == "loaded" and l.get("found_via") == "RUNPATH"
+         and l["search_list_of"].rsplit("/", 1)[-1].startswith("libcudart")]
+sys.exit(0 if found and all((l["path"] or "").startswith(want) for l in hits) else 1)
 PYEOF
 }
 [[ -n $torchCuda ]] || die "no libtorch_cuda.so in the copy"

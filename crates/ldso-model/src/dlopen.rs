@@ -125,6 +125,13 @@ pub enum DlopenSource {
 }
 
 impl DlopenSource {
+    /// Whether the `dlopen` is only inferred from a string in the object's `.rodata` (weaker
+    /// than a declaration or a named library's known behaviour: such objects may load the
+    /// library later than the runtime does, or never).
+    pub fn is_inferred(&self) -> bool {
+        matches!(self, DlopenSource::Table(t) if matches!(t.trigger, Trigger::StringInRodata(_)))
+    }
+
     /// Where the knowledge came from, in words.
     pub fn describe(&self) -> String {
         match self {

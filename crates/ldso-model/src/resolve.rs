@@ -422,21 +422,33 @@ impl Resolver<'_> {
         }
     }
 
-    /// The `dlopen`s of every loaded object, in load order (objects they load included); of each
-    /// edge's alternatives, the first that loads (or is loaded already) ends the edge.
+    /// The `dlopen`s of every loaded object, in load order (objects they load included): first
+    /// every declared or known one, then those only inferred from a string (the CUDA runtime's
+    /// `dlopen` of the driver happens on the first CUDA call, before other users of the name
+    /// get to theirs). Of each edge's alternatives, the first that loads (or is loaded already)
+    /// ends the edge.
     fn follow_dlopens(&mut self, queue: &mut VecDeque<usize>) {
-        let mut i = 0;
-        while i < self.objects.len() {
+        let (mut known, mut inferred) = (0, 0);
+        loop {
+            let (i, weak) = if known < self.objects.len() {
+                known += 1;
+                (known - 1, false)
+            } else if inferred < self.objects.len() {
+                inferred += 1;
+                (inferred - 1, true)
+            } else {
+                break;
+            };
             let o = &self.objects[i];
             if o.kind == ObjectKind::Interpreter {
-                i += 1;
                 continue;
             }
             let canonical = self.fs.canonical(&o.path);
             let paths: Vec<&[u8]> = std::iter::once(o.path.as_slice())
                 .chain(canonical.as_deref())
                 .collect();
-            for edge in dlopen_edges(&paths, &o.info) {
+            let edges = dlopen_edges(&paths, &o.info);
+            for edge in edges.into_iter().filter(|e| e.source.is_inferred() == weak) {
                 for name in &edge.names {
                     let before = self.objects.len();
                     self.request(i, name, true, Some(edge.source.clone()));
@@ -453,7 +465,6 @@ impl Resolver<'_> {
                     }
                 }
             }
-            i += 1;
         }
     }
 
@@ -1223,6 +1234,34 @@ mod tests {
         s.follow_dlopen = false;
         let exe = lib(&["libtorch_cuda.so"], Some("/torch/lib"), None);
         assert_eq!(resolve(program(exe), &[], &s, &fs).requests.len(), 2);
+    }
+
+    #[test]
+    fn libcudarts_dlopen_goes_before_dlopens_inferred_from_a_string() {
+        let mut fs = MemFs::default();
+        let stub = format!("{STUBS}/libcuda.so.1");
+        let cudart = ElfInfo {
+            soname: Some(b"libcudart.so.12".to_vec()),
+            ..lib(&[], Some(STUBS), None)
+        };
+        let shmem = ElfInfo {
+            rodata_names: vec![b"libcuda.so.1".to_vec()],
+            ..lib(&[], Some("/run/opengl-driver/lib"), None)
+        };
+        fs.lib("/c/libcudart.so.12", cudart)
+            .lib("/s/libshmem.so", shmem)
+            .lib(&stub, ElfInfo::default())
+            .lib("/run/opengl-driver/lib/libcuda.so.1", ElfInfo::default());
+        // libshmem loads first, but only a string says it dlopens libcuda.so.1.
+        let exe = lib(&["libshmem.so", "libcudart.so.12"], Some("/s:/c"), None);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
+        let sm = summary(&r);
+        assert_eq!(
+            sm[2],
+            row("libcuda.so.1", &stub, "RUNPATH of /c/libcudart.so.12")
+        );
+        assert_eq!(sm[3].2, "already: Name");
+        assert_eq!(r.requests[3].requester, 2);
     }
 
     #[test]
