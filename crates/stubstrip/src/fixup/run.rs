@@ -88,6 +88,7 @@ pub fn run(c: &FixupConfig) -> u8 {
             build_dirs: Vec::new(),
             stubs: c.rule.stubs.clone(),
             root: None,
+            model: Default::default(),
         };
         let level = level.name();
         match audit::run::run(&audit) {
