@@ -280,6 +280,8 @@ pub fn encode(opts: u8, batches: &[Vec<Edit>]) -> Vec<u8> {
                     s.push(10);
                     string(&mut s, v)
                 }
+                // The script format has no code left for them (`batch` decodes 0 to 15).
+                other => panic!("{other:?} has no code in the fuzz script format"),
             }
         }
     }
@@ -404,6 +406,11 @@ impl Info {
                 }
                 Edit::SetSoname(v) => m.soname = Some(v.clone()),
                 Edit::SetInterpreter(v) => m.interp = Some(v.clone()),
+                // Header and flag edits: nothing the model holds.
+                Edit::SetOsAbi(_)
+                | Edit::SetExecstack(_)
+                | Edit::AddFlags1(_)
+                | Edit::AddDebugTag => {}
             }
         }
         m.needed = needed.into_iter().map(|(n, _)| n).collect();

@@ -74,6 +74,11 @@ impl Model {
                 }
                 Edit::SetSoname(v) => self.soname = Some(s(v)),
                 Edit::SetInterpreter(v) => self.interpreter = Some(s(v)),
+                // Not in the model: header and flag edits leave what it holds alone.
+                Edit::SetOsAbi(_)
+                | Edit::SetExecstack(_)
+                | Edit::AddFlags1(_)
+                | Edit::AddDebugTag => {}
             }
         }
     }

@@ -35,6 +35,17 @@ Reads and edits the dynamic section of ELF files, patchelf-compatible.
   --add-needed LIB             add a DT_NEEDED entry (repeatable)
   --remove-needed LIB          remove a DT_NEEDED entry and its version requirements (repeatable)
   --replace-needed OLD NEW     rename a DT_NEEDED entry and its version requirements (repeatable)
+  --print-os-abi               print EI_OSABI by patchelf's names (System V, Linux, FreeBSD, ...)
+  --set-os-abi ABI             set EI_OSABI (patchelf's names: 'System V'/sysv, Linux/gnu, 'GNU Hurd'/hurd, ...)
+  --print-execstack            print 'execstack: X' (executable), '-' (not) or '?' (no PT_GNU_STACK)
+  --set-execstack              set PF_X in PT_GNU_STACK (adding PT_GNU_STACK when absent)
+  --clear-execstack            clear PF_X in PT_GNU_STACK (adding a non-executable one when absent)
+  --no-default-lib             set DF_1_NODEFLIB in DT_FLAGS_1 (adding DT_FLAGS_1 when absent)
+  --add-debug-tag              add a DT_DEBUG entry unless there is one
+  --no-sort                    accepted for patchelf's sake: elfpatch never reorders headers
+  --no-clobber-old-sections    accepted for patchelf's sake: elfpatch zeroes only bytes it has
+                               proven nothing references (old strings, moved tables), never
+                               other sections' contents, so there is nothing more to keep
   --page-size SIZE             alignment of an appended segment (default: the file's largest p_align)
   --output FILE                write the result to FILE instead of editing in place
   --debug                      describe each edit's layout on stderr
@@ -60,6 +71,13 @@ struct Args {
     add_needed: Vec<Vec<u8>>,
     remove_needed: Vec<Vec<u8>>,
     replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
+    print_os_abi: bool,
+    set_os_abi: Option<u8>,
+    print_execstack: bool,
+    set_execstack: bool,
+    clear_execstack: bool,
+    no_default_lib: bool,
+    add_debug_tag: bool,
     page_size: Option<u64>,
     output: Option<PathBuf>,
     debug: bool,
@@ -113,6 +131,25 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
                 let new = value(&mut it, &s)?;
                 a.replace_needed.push((old, new));
             }
+            "--print-os-abi" => a.print_os_abi = true,
+            "--set-os-abi" => {
+                let v = value(&mut it, &s)?;
+                let abi = os_abi_code(&v).ok_or_else(|| {
+                    format!(
+                        "--set-os-abi: unrecognized OS ABI {:?}",
+                        String::from_utf8_lossy(&v)
+                    )
+                })?;
+                a.set_os_abi = Some(abi);
+            }
+            "--print-execstack" => a.print_execstack = true,
+            "--set-execstack" => a.set_execstack = true,
+            "--clear-execstack" => a.clear_execstack = true,
+            "--no-default-lib" => a.no_default_lib = true,
+            "--add-debug-tag" => a.add_debug_tag = true,
+            // patchelf's layout knobs: elfpatch never sorts headers, and never writes over bytes
+            // anything may still read (see --help).
+            "--no-sort" | "--no-clobber-old-sections" => {}
             "--page-size" => {
                 let v = value(&mut it, &s)?;
                 let n: u64 = String::from_utf8_lossy(&v).parse().map_err(|_| {
@@ -140,6 +177,48 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
         return Err("no input file".into());
     }
     Ok(Some(a))
+}
+
+/// patchelf's names for `EI_OSABI` values, as `--print-os-abi` prints them.
+const OS_ABI_NAMES: [(u8, &str); 12] = [
+    (0, "System V"),
+    (1, "HP-UX"),
+    (2, "NetBSD"),
+    (3, "Linux"),
+    (4, "GNU Hurd"),
+    (6, "Solaris"),
+    (7, "AIX"),
+    (8, "IRIX"),
+    (9, "FreeBSD"),
+    (10, "Tru64"),
+    (12, "OpenBSD"),
+    (13, "OpenVMS"),
+];
+
+/// `EI_OSABI` as patchelf prints it: its name, or `0x%02X` for a value it has no name for.
+fn os_abi_name(abi: u8) -> String {
+    OS_ABI_NAMES
+        .iter()
+        .find(|(v, _)| *v == abi)
+        .map_or_else(|| format!("0x{abi:02X}"), |(_, n)| (*n).to_string())
+}
+
+/// The `EI_OSABI` value of a name `--set-os-abi` takes: patchelf's names and aliases, ignoring
+/// case and surrounding white space.
+fn os_abi_code(name: &[u8]) -> Option<u8> {
+    let name = String::from_utf8_lossy(name.trim_ascii()).to_ascii_lowercase();
+    let aliases: [(&str, u8); 5] = [
+        ("system-v", 0),
+        ("sysv", 0),
+        ("gnu", 3),
+        ("gnu-hurd", 4),
+        ("hurd", 4),
+    ];
+    OS_ABI_NAMES
+        .iter()
+        .find(|(_, n)| n.to_ascii_lowercase() == name)
+        .map(|(v, _)| *v)
+        .or_else(|| aliases.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
 }
 
 /// Why one file failed: elfpatch said so, or the file cannot answer a query.
@@ -296,6 +375,52 @@ impl Args {
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
+            || self.set_os_abi.is_some()
+            || self.set_execstack
+            || self.clear_execstack
+            || self.no_default_lib
+            || self.add_debug_tag
+    }
+
+    /// Whether the command line asks only about the run path (printing or changing it): on a
+    /// separate debug-info file patchelf then does nothing, prints nothing and succeeds (its test
+    /// `no-dynamic-section`), and so does elfpatch.
+    fn only_run_path(&self) -> bool {
+        let rpath = self.print_rpath
+            || self.set_rpath.is_some()
+            || self.add_rpath.is_some()
+            || self.remove_rpath
+            || self.shrink_rpath;
+        let other = self.print_interpreter
+            || self.print_soname
+            || self.print_needed
+            || self.print_os_abi
+            || self.print_execstack
+            || self.set_interpreter.is_some()
+            || self.set_soname.is_some()
+            || !self.add_needed.is_empty()
+            || !self.remove_needed.is_empty()
+            || !self.replace_needed.is_empty()
+            || self.set_os_abi.is_some()
+            || self.set_execstack
+            || self.clear_execstack
+            || self.no_default_lib
+            || self.add_debug_tag;
+        rpath && !other
+    }
+
+    /// The edits of the file header, program headers and flags, in patchelf's order.
+    fn execstack_edit(&self) -> Option<Edit> {
+        // patchelf does one of the three, in this order of precedence.
+        if self.print_execstack {
+            None
+        } else if self.clear_execstack {
+            Some(Edit::SetExecstack(false))
+        } else if self.set_execstack {
+            Some(Edit::SetExecstack(true))
+        } else {
+            None
+        }
     }
 }
 
@@ -303,10 +428,23 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
     // One open and one parse per file: for reading and writing when the file will be edited in
     // place (an unwritable file is then reported before anything is printed or planned).
     let in_place = a.output.is_none() && a.edits_something();
-    let file = if in_place {
-        ElfFile::open_rw(path)?
+    let opened = if in_place {
+        ElfFile::open_rw(path)
     } else {
-        ElfFile::open(path)?
+        ElfFile::open(path)
+    };
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.is_separate_debug_info() && a.only_run_path() => {
+            if a.debug {
+                eprintln!(
+                    "elfpatch: {}: no dynamic section, nothing to do",
+                    path.display()
+                );
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
     };
     let e = file.elf();
     let stdout = std::io::stdout();
@@ -318,6 +456,10 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
         }
     }
     let mut edits = Vec::new();
+    if a.print_os_abi {
+        line(&mut out, os_abi_name(e.os_abi()).as_bytes());
+    }
+    edits.extend(a.set_os_abi.map(Edit::SetOsAbi));
     if a.print_soname {
         if let Some(s) = e.soname() {
             line(&mut out, s);
@@ -339,6 +481,15 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
     if a.print_rpath {
         line(&mut out, current_rpath(e).unwrap_or(b""));
     }
+    if a.print_execstack {
+        let state = match e.execstack() {
+            Some(true) => 'X',
+            Some(false) => '-',
+            None => '?',
+        };
+        line(&mut out, format!("execstack: {state}").as_bytes());
+    }
+    edits.extend(a.execstack_edit());
     edits.extend(rpath_edits(a, e));
     if a.print_needed {
         for n in e.needed() {
@@ -356,6 +507,12 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
         new: n.clone(),
     }));
     edits.extend(a.add_needed.iter().map(|n| Edit::AddNeeded(n.clone())));
+    if a.no_default_lib {
+        edits.push(Edit::AddFlags1(u64::from(object::elf::DF_1_NODEFLIB)));
+    }
+    if a.add_debug_tag {
+        edits.push(Edit::AddDebugTag);
+    }
     let opts = Options {
         page_size: a.page_size,
         ..Options::default()

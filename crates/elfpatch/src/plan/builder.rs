@@ -15,8 +15,10 @@
 
 use object::elf;
 
+use super::appended::Room;
 use super::contents::{section_at, NewVersions};
 use super::edits::{Desired, Entry, VerneedEdits};
+use super::header::NewTable;
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
 use crate::format::Shdr;
@@ -34,16 +36,19 @@ pub(super) struct Builder<'p, 'a> {
     pub(super) verneed_edits: VerneedEdits,
     /// The new interpreter path, when it changes.
     pub(super) interp: Option<Vec<u8>>,
+    /// The identification bytes and program headers the header edits ask for.
+    pub(super) table: NewTable,
     writes: Vec<Write>,
 }
 
 impl<'p, 'a> Builder<'p, 'a> {
-    pub(super) fn new(planner: &'p Planner<'a>, desired: Desired) -> Self {
+    pub(super) fn new(planner: &'p Planner<'a>, desired: Desired, table: NewTable) -> Self {
         Builder {
             planner,
             entries: desired.entries,
             verneed_edits: desired.verneed,
             interp: desired.interp,
+            table,
             writes: Vec::new(),
         }
     }
@@ -68,9 +73,18 @@ impl<'p, 'a> Builder<'p, 'a> {
             (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
             _ => true,
         };
+        // Program headers the edits add fit when zeros follow the table (a PT_NULL entry is
+        // already in the table).
+        let table_fits = self.table.added.is_empty()
+            || matches!(
+                self.planner
+                    .find_room(self.table.taken_null, self.table.added.len()),
+                Ok(Room::Slack)
+            );
         let fits = !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
-            && interp_fits;
+            && interp_fits
+            && table_fits;
         if fits {
             self.in_place(strings, versions, entries_changed)
         } else {

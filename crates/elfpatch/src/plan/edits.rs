@@ -4,6 +4,7 @@
 
 use object::elf;
 
+use super::header::HeaderEdits;
 use super::{Edit, Planner};
 use crate::error::{Error, Result};
 use crate::format::Dyn;
@@ -75,6 +76,8 @@ pub(super) struct Desired {
     pub(super) verneed: VerneedEdits,
     /// The new interpreter path, when an edit sets one.
     pub(super) interp: Option<Vec<u8>>,
+    /// What changes in the file header and the program headers.
+    pub(super) header: HeaderEdits,
 }
 
 fn check_name(s: &[u8], what: &str) -> Result<()> {
@@ -91,12 +94,11 @@ impl<'a> Planner<'a> {
             entries: self.original_entries(),
             verneed: VerneedEdits::default(),
             interp: None,
+            header: HeaderEdits::default(),
         };
         for edit in edits {
-            if !matches!(edit, Edit::SetInterpreter(_)) && self.elf.dynamic.is_none() {
-                return Err(Error::unsupported(
-                    "the file has no dynamic section (PT_DYNAMIC)",
-                ));
+            if edits_dynamic(edit) && self.elf.dynamic.is_none() {
+                return Err(self.no_dynamic());
             }
             self.apply_edit(&mut desired, edit)?;
         }
@@ -108,6 +110,18 @@ impl<'a> Planner<'a> {
             .renames
             .retain(|r| !removals.contains(&r.record));
         Ok(desired)
+    }
+
+    /// Why a file without a dynamic array cannot take an edit of it.
+    fn no_dynamic(&self) -> Error {
+        if self.elf.phdrs.iter().any(|p| p.p_type == elf::PT_DYNAMIC) {
+            // An empty PT_DYNAMIC (linker scripts that list one with nothing in it): glibc reads
+            // the array at its address all the same, so no loader uses what a .dynamic section
+            // outside it would say, and an array there would be one the loader never meant.
+            Error::unsupported("the file's PT_DYNAMIC is empty: there is no dynamic array to edit")
+        } else {
+            Error::unsupported("the file has no dynamic section (PT_DYNAMIC)")
+        }
     }
 
     fn original_entries(&self) -> Vec<Entry> {
@@ -172,6 +186,14 @@ impl<'a> Planner<'a> {
                     return Err(Error::invalid("empty interpreter path"));
                 }
                 desired.interp = Some(s.clone());
+            }
+            Edit::SetOsAbi(abi) => desired.header.os_abi = Some(*abi),
+            Edit::SetExecstack(x) => desired.header.execstack = Some(*x),
+            Edit::AddFlags1(bits) => add_flags_1(entries, *bits),
+            Edit::AddDebugTag => {
+                if !has_tag(entries, elf::DT_DEBUG) {
+                    entries.insert(0, raw_entry(elf::DT_DEBUG, 0));
+                }
             }
         }
         Ok(())
@@ -395,6 +417,38 @@ impl<'a> Planner<'a> {
                     || x.tag != before.tag
                     || !matches!(x.val, Value::Raw(v) | Value::Old(v) if v == before.val)
             })
+    }
+}
+
+/// Whether an edit changes the dynamic array (the others change the interpreter or headers).
+fn edits_dynamic(edit: &Edit) -> bool {
+    !matches!(
+        edit,
+        Edit::SetInterpreter(_) | Edit::SetOsAbi(_) | Edit::SetExecstack(_)
+    )
+}
+
+/// A new entry with a value that is no string.
+fn raw_entry(tag: u32, val: u64) -> Entry {
+    Entry {
+        tag: u64::from(tag),
+        val: Value::Raw(val),
+        original: None,
+    }
+}
+
+/// Sets `bits` in every `DT_FLAGS_1` (glibc reads the last, patchelf the first; a linker writes
+/// one), or adds one at the front of the array, as patchelf does.
+fn add_flags_1(entries: &mut Vec<Entry>, bits: u64) {
+    let tag = u64::from(elf::DT_FLAGS_1);
+    if !has_tag(entries, elf::DT_FLAGS_1) {
+        entries.insert(0, raw_entry(elf::DT_FLAGS_1, bits));
+        return;
+    }
+    for x in entries.iter_mut().filter(|x| x.tag == tag) {
+        if let Value::Raw(v) = &mut x.val {
+            *v |= bits;
+        }
     }
 }
 

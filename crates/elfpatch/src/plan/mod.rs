@@ -22,6 +22,7 @@ mod appended;
 mod builder;
 mod contents;
 mod edits;
+mod header;
 mod in_place;
 mod preflight;
 pub mod strings;
@@ -37,6 +38,7 @@ use crate::read::Elf;
 use crate::refs::Region;
 use crate::refs::Tables;
 use builder::Builder;
+use header::NewTable;
 
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,6 +71,17 @@ pub enum Edit {
     SetSoname(Vec<u8>),
     /// Set the `PT_INTERP` path.
     SetInterpreter(Vec<u8>),
+    /// Set `EI_OSABI`, the identification byte naming the OS ABI (`ELFOSABI_*`).
+    SetOsAbi(u8),
+    /// Ask for an executable stack (`true`) or not: `PF_X` of `PT_GNU_STACK`. A file without
+    /// `PT_GNU_STACK` gets one (`PF_R | PF_W`, plus `PF_X` when asked): in a `PT_NULL` entry, in
+    /// zeros after the program header table, or in a table grown the way a new `PT_LOAD` grows it.
+    SetExecstack(bool),
+    /// Set these bits in `DT_FLAGS_1`, adding the entry at the front of `.dynamic` when absent
+    /// (patchelf's `--no-default-lib` sets `DF_1_NODEFLIB` so).
+    AddFlags1(u64),
+    /// Add a `DT_DEBUG` entry (value 0) at the front of `.dynamic`, unless there is one.
+    AddDebugTag,
 }
 
 /// Knobs for the planner.
@@ -289,7 +302,9 @@ impl<'a> Planner<'a> {
             .interp
             .as_ref()
             .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
-        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed {
+        let table = NewTable::of(elf, desired.header);
+        let header_changed = table.changed(elf);
+        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed && !header_changed {
             return Ok(unchanged);
         }
         if dynamic_changed || !desired.verneed.is_empty() {
@@ -299,7 +314,7 @@ impl<'a> Planner<'a> {
             desired.interp = None;
         }
         // 2. Where the new contents go, and the writes that put them there.
-        Builder::new(self, desired).build()
+        Builder::new(self, desired, table).build()
     }
 
     /// The tables `.dynamic` points to, with their extents.

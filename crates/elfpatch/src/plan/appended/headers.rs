@@ -23,7 +23,9 @@ impl Builder<'_, '_> {
         let elf = self.planner.elf;
         let format = self.planner.format;
         let dynamic = elf.dynamic.as_ref();
-        let mut phdrs = elf.phdrs.clone();
+        // The header edits first: every index below is the file's, and entries the edits add go
+        // at the end.
+        let mut phdrs = self.table.phdrs.clone();
         if let Some(moved) = segment.moved {
             for p in phdrs.iter_mut() {
                 let inside = p.p_filesz > 0
@@ -61,6 +63,7 @@ impl Builder<'_, '_> {
                     .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
             });
         let mut header = elf.header.clone();
+        header.ident = self.table.ident;
         if elf.section_headers_unusable() {
             // A table nobody could read: once data is appended where it may claim to be, tools
             // would read that data as section headers. The file has none.
@@ -96,6 +99,7 @@ impl Builder<'_, '_> {
                     .rposition(|p| p.p_type == elf::PT_LOAD)
                     .map_or(phdrs.len(), |i| i + 1);
                 phdrs.insert(at, new_load);
+                phdrs.extend_from_slice(&self.table.added);
                 let table_size = (phdrs.len() * format.phdr_size()) as u64;
                 let table = segment.item(ItemKind::PhdrTable);
                 for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {

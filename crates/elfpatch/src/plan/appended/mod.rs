@@ -20,7 +20,8 @@ mod headers;
 mod room;
 mod site;
 
-use room::{Block, Room};
+use room::Block;
+pub(super) use room::Room;
 use site::{Item, ItemKind, Mode, Placed, Site};
 
 use object::elf;
@@ -166,7 +167,7 @@ impl Builder<'_, '_> {
         entries_changed: bool,
     ) -> Result<AppendedSegment> {
         let elf = self.planner.elf;
-        let site = self.planner.choose_site()?;
+        let site = self.planner.choose_site(&self.table)?;
         let block = match site.mode {
             Mode::New(Room::Block(block)) => Some(block),
             _ => None,
@@ -243,7 +244,8 @@ impl Builder<'_, '_> {
         let format = self.planner.format;
         let mut items: Vec<Item> = Vec::new();
         if matches!(mode, Mode::New(Room::MoveTable)) {
-            let size = (self.planner.new_phnum(mode) * format.phdr_size()) as u64;
+            let size =
+                (self.planner.new_phnum(mode, self.table.added.len()) * format.phdr_size()) as u64;
             items.push(Item::new(ItemKind::PhdrTable, size, format.word_size()));
         }
         if let Some(block) = block {

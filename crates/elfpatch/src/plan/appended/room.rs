@@ -47,17 +47,23 @@ pub(in crate::plan) struct Occupant {
 }
 
 impl Planner<'_> {
-    /// How to make room for one more program header.
-    pub(in crate::plan) fn find_room(&self) -> Result<Room> {
+    /// How to make room for `entries` more program headers (a `PT_NULL` entry holds only one),
+    /// the `PT_NULL` entry `taken` being spoken for already.
+    pub(in crate::plan) fn find_room(&self, taken: Option<usize>, entries: usize) -> Result<Room> {
         let elf = self.elf;
         let format = self.format;
-        if let Some(i) = elf.phdrs.iter().position(|p| p.p_type == elf::PT_NULL) {
+        let free_null = elf
+            .phdrs
+            .iter()
+            .enumerate()
+            .position(|(i, p)| p.p_type == elf::PT_NULL && Some(i) != taken);
+        if let (Some(i), 1) = (free_null, entries) {
             return Ok(Room::NullSlot(i));
         }
-        if elf.phdrs.len() + 1 >= usize::from(elf::PN_XNUM) {
+        if elf.phdrs.len() + entries >= usize::from(elf::PN_XNUM) {
             return Err(Error::unsupported("too many program headers to add one"));
         }
-        let need = format.phdr_size() as u64;
+        let need = (entries * format.phdr_size()) as u64;
         let table_start = elf.header.e_phoff;
         let table_end = table_start + (elf.phdrs.len() * format.phdr_size()) as u64;
         let Some(load) = elf
@@ -312,7 +318,7 @@ mod tests {
 
     fn room(spec: &Spec) -> Room {
         with_planner(spec, &Options::default(), |planner, _| {
-            planner.find_room().unwrap()
+            planner.find_room(None, 1).unwrap()
         })
     }
 
@@ -328,9 +334,23 @@ mod tests {
                 .iter()
                 .position(|s| s.p_type == elf::PT_NULL);
             assert_eq!(
-                planner.find_room().unwrap(),
+                planner.find_room(None, 1).unwrap(),
                 Room::NullSlot(first_null.unwrap())
             );
+            // The first taken, the next one; none for two entries.
+            let second = layout
+                .segments
+                .iter()
+                .enumerate()
+                .position(|(i, s)| s.p_type == elf::PT_NULL && Some(i) != first_null);
+            assert_eq!(
+                planner.find_room(first_null, 1).unwrap(),
+                Room::NullSlot(second.unwrap())
+            );
+            assert!(!matches!(
+                planner.find_room(None, 2).unwrap(),
+                Room::NullSlot(_)
+            ));
         });
     }
 
@@ -360,7 +380,8 @@ mod tests {
                 ..Spec::default()
             };
             with_planner(&spec, &Options::default(), |planner, layout| {
-                let Room::Block(Block { start, end, align }) = planner.find_room().unwrap() else {
+                let Room::Block(Block { start, end, align }) = planner.find_room(None, 1).unwrap()
+                else {
                     panic!("no block moved (section headers: {with_section_headers})");
                 };
                 // From the end of the table, over whole tables, at least one entry's worth.
@@ -387,7 +408,7 @@ mod tests {
             ..Spec::default()
         };
         with_planner(&spec, &Options::default(), |planner, layout| {
-            let Room::Block(block) = planner.find_room().unwrap() else {
+            let Room::Block(block) = planner.find_room(None, 1).unwrap() else {
                 panic!("no block moved");
             };
             let dynsym = layout.section(".dynsym").unwrap();
@@ -426,7 +447,7 @@ mod tests {
             .addr;
         let set_entry = |elf: &mut crate::Elf| elf.header.e_entry = interp;
         with_edited_planner(&spec, &Options::default(), set_entry, |planner, _| {
-            assert_eq!(planner.find_room().unwrap(), Room::MoveTable);
+            assert_eq!(planner.find_room(None, 1).unwrap(), Room::MoveTable);
         });
     }
 }
