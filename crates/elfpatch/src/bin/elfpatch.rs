@@ -366,12 +366,21 @@ fn line(out: &mut impl std::io::Write, s: &[u8]) {
 impl Args {
     /// Whether the command line asks for any change.
     fn edits_something(&self) -> bool {
-        self.set_interpreter.is_some()
-            || self.set_soname.is_some()
-            || self.set_rpath.is_some()
+        self.edits_run_path() || self.edits_other_than_run_path()
+    }
+
+    /// Whether the command line asks to change the run path.
+    fn edits_run_path(&self) -> bool {
+        self.set_rpath.is_some()
             || self.add_rpath.is_some()
             || self.remove_rpath
             || self.shrink_rpath
+    }
+
+    /// Whether the command line asks for a change other than of the run path.
+    fn edits_other_than_run_path(&self) -> bool {
+        self.set_interpreter.is_some()
+            || self.set_soname.is_some()
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
@@ -386,30 +395,17 @@ impl Args {
     /// separate debug-info file patchelf then does nothing, prints nothing and succeeds (its test
     /// `no-dynamic-section`), and so does elfpatch.
     fn only_run_path(&self) -> bool {
-        let rpath = self.print_rpath
-            || self.set_rpath.is_some()
-            || self.add_rpath.is_some()
-            || self.remove_rpath
-            || self.shrink_rpath;
-        let other = self.print_interpreter
+        let prints_other = self.print_interpreter
             || self.print_soname
             || self.print_needed
             || self.print_os_abi
-            || self.print_execstack
-            || self.set_interpreter.is_some()
-            || self.set_soname.is_some()
-            || !self.add_needed.is_empty()
-            || !self.remove_needed.is_empty()
-            || !self.replace_needed.is_empty()
-            || self.set_os_abi.is_some()
-            || self.set_execstack
-            || self.clear_execstack
-            || self.no_default_lib
-            || self.add_debug_tag;
-        rpath && !other
+            || self.print_execstack;
+        (self.print_rpath || self.edits_run_path())
+            && !prints_other
+            && !self.edits_other_than_run_path()
     }
 
-    /// The edits of the file header, program headers and flags, in patchelf's order.
+    /// The execstack edit asked for, if any.
     fn execstack_edit(&self) -> Option<Edit> {
         // patchelf does one of the three, in this order of precedence.
         if self.print_execstack {

@@ -371,3 +371,46 @@ pub fn long_dir(base: &Path, min: usize) -> PathBuf {
     fs::create_dir_all(&p).unwrap();
     p
 }
+
+/// Inputs for files whose program headers a linker script chooses, as patchelf's tests build
+/// theirs: a program with no `PT_DYNAMIC` (its `.dynamic` section lies in the text segment, as in
+/// `phdr-corruption`), and one whose `PT_DYNAMIC` is listed with nothing in it (as in
+/// `empty-note`, `contiguous-note-sections`), an assembly `_start` that prints "x" by system
+/// call and exits.
+pub fn write_link_inputs(dir: &Path) {
+    fs::write(
+        dir.join("no-pt-dynamic.ld"),
+        "PHDRS { headers PT_PHDR PHDRS; interp PT_INTERP; text PT_LOAD FILEHDR PHDRS; }\n\
+         SECTIONS { . = SIZEOF_HEADERS; .interp : { *(.interp) } :text :interp }\n\
+         INSERT BEFORE .note.gnu.build-id;\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("empty-pt-dynamic.ld"),
+        "PHDRS { headers PT_PHDR PHDRS; interp PT_INTERP; text PT_LOAD FILEHDR PHDRS;\n\
+         dynamic PT_DYNAMIC; }\n\
+         SECTIONS { . = SIZEOF_HEADERS; .interp : { *(.interp) } :text :interp\n\
+         .text : { *(.text) } :text .rodata : { *(.rodata) } :text }\n",
+    )
+    .unwrap();
+    fs::write(dir.join("start.s"), START_S).unwrap();
+}
+
+/// A program without the C library: writes "x\n" and exits 0 (x86_64 Linux system calls).
+pub const START_S: &str = "\
+.section .interp, \"a\"
+.asciz \"/lib64/ld-linux-x86-64.so.2\"
+.text
+.globl _start
+_start:
+    mov $1, %eax
+    mov $1, %edi
+    lea msg(%rip), %rsi
+    mov $2, %edx
+    syscall
+    mov $60, %eax
+    xor %edi, %edi
+    syscall
+.section .rodata
+msg: .ascii \"x\\n\"
+";
