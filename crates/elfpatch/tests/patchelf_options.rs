@@ -442,7 +442,7 @@ fn the_layout_knobs_change_nothing_and_everything_goes_in_one_edit() {
 /// array; the kernel maps the program and jumps to whatever interpreter it names).
 fn static_interpreter(dir: &Path, name: &str) -> PathBuf {
     let s = dir.join("interp.s");
-    fs::write(&s, INTERP_S).unwrap();
+    fs::write(&s, common::syscall_program(None, "interpreter ran")).unwrap();
     let out = dir.join(name);
     run_ok(
         Command::new("gcc")
@@ -452,23 +452,6 @@ fn static_interpreter(dir: &Path, name: &str) -> PathBuf {
     );
     out
 }
-
-/// Writes "interpreter ran\n" and exits 0 (x86_64 Linux system calls).
-const INTERP_S: &str = "\
-.text
-.globl _start
-_start:
-    mov $1, %eax
-    mov $1, %edi
-    lea msg(%rip), %rsi
-    mov $16, %edx
-    syscall
-    mov $60, %eax
-    xor %edi, %edi
-    syscall
-.section .rodata
-msg: .ascii \"interpreter ran\\n\"
-";
 
 #[test]
 fn an_empty_dynamic_segment_takes_a_new_interpreter() {

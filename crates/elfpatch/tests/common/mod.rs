@@ -393,24 +393,21 @@ pub fn write_link_inputs(dir: &Path) {
          .text : { *(.text) } :text .rodata : { *(.rodata) } :text }\n",
     )
     .unwrap();
-    fs::write(dir.join("start.s"), START_S).unwrap();
+    let start = syscall_program(Some("/lib64/ld-linux-x86-64.so.2"), "x");
+    fs::write(dir.join("start.s"), start).unwrap();
 }
 
-/// A program without the C library: writes "x\n" and exits 0 (x86_64 Linux system calls).
-pub const START_S: &str = "\
-.section .interp, \"a\"
-.asciz \"/lib64/ld-linux-x86-64.so.2\"
-.text
-.globl _start
-_start:
-    mov $1, %eax
-    mov $1, %edi
-    lea msg(%rip), %rsi
-    mov $2, %edx
-    syscall
-    mov $60, %eax
-    xor %edi, %edi
-    syscall
-.section .rodata
-msg: .ascii \"x\\n\"
-";
+/// A program without the C library (x86_64 Linux system calls): writes `message` and a newline,
+/// exits 0; with `interp`, a `.interp` section naming it.
+pub fn syscall_program(interp: Option<&str>, message: &str) -> String {
+    let interp = interp
+        .map(|i| format!(".section .interp, \"a\"\n.asciz \"{i}\"\n"))
+        .unwrap_or_default();
+    format!(
+        "{interp}.text\n.globl _start\n_start:\n\
+         mov $1, %eax\nmov $1, %edi\nlea msg(%rip), %rsi\nmov ${len}, %edx\nsyscall\n\
+         mov $60, %eax\nxor %edi, %edi\nsyscall\n\
+         .section .rodata\nmsg: .ascii \"{message}\\n\"\n",
+        len = message.len() + 1
+    )
+}
