@@ -2,8 +2,11 @@
 //! `elfpatch` library.
 //!
 //! Options apply to every file named on the command line, in patchelf's order of operations
-//! (print interpreter, print/set soname, set interpreter, print rpath, rpath edits, print needed,
-//! remove/replace/add needed), so a patchelf command line for these operations runs unchanged.
+//! (print interpreter, print/set OS ABI, print/set soname, set interpreter, print rpath,
+//! print/clear/set execstack (one of them, in that precedence), rpath edits, print needed,
+//! remove/replace/add needed, no-default-lib, add-debug-tag), so a patchelf command line for
+//! these operations runs unchanged. Every print shows the file as it was; all edits of one file
+//! go into one plan, written once.
 //! Differences, on purpose: every file is processed even after one fails (each failure is one line
 //! on stderr), and the exit status tells what went wrong (see `--help`).
 

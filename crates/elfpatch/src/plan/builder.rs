@@ -15,13 +15,14 @@
 
 use object::elf;
 
-use super::appended::Room;
-use super::contents::{section_at, NewVersions};
+use super::contents::{
+    section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
+};
 use super::edits::{Desired, Entry, VerneedEdits};
 use super::header::NewTable;
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
-use crate::format::Shdr;
+use crate::format::{Dyn, Shdr};
 
 /// What the writes of the file header are called: the only writes allowed over it.
 pub(super) const ELF_HEADER: &str = "ELF header";
@@ -63,9 +64,10 @@ impl<'p, 'a> Builder<'p, 'a> {
             .as_ref()
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        let strings = self.place_strings(&records_before);
-        let versions = self.new_versions(records_before, &strings);
-        self.update_version_entries(&versions);
+        let planner = self.planner;
+        let strings = planner.place_strings(&self.entries, &self.verneed_edits, &records_before);
+        let versions = planner.new_versions(&self.verneed_edits, records_before, &strings);
+        update_version_entries(&mut self.entries, &self.verneed_edits, &versions);
 
         let entries_changed = self.planner.dynamic_changed(&self.entries);
         let capacity = elf.dynamic.as_ref().map_or(0, |d| d.capacity());
@@ -75,12 +77,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         };
         // Program headers the edits add fit when zeros follow the table (a PT_NULL entry is
         // already in the table).
-        let table_fits = self.table.added.is_empty()
-            || matches!(
-                self.planner
-                    .find_room(self.table.taken_null, self.table.added.len()),
-                Ok(Room::Slack)
-            );
+        let table_fits = self.planner.table_grows_in_place(&self.table);
         let fits = !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
             && interp_fits
@@ -90,6 +87,17 @@ impl<'p, 'a> Builder<'p, 'a> {
         } else {
             self.appended(strings, versions, entries_changed)
         }
+    }
+
+    /// The final dynamic entries (see [`Planner::final_dynamic`]).
+    pub(super) fn final_dynamic(
+        &self,
+        strings: &NewStrings,
+        at: &TableAddresses,
+        relocate: &dyn Fn(u64) -> u64,
+    ) -> Vec<Dyn> {
+        self.planner
+            .final_dynamic(&self.entries, strings, at, relocate)
     }
 
     pub(super) fn push(&mut self, offset: u64, data: Data, len: u64, phase: Phase, what: &str) {

@@ -337,3 +337,43 @@ impl<'a> Planner<'a> {
         out
     }
 }
+
+#[cfg(test)]
+mod layering {
+    /// The planner's modules, lowest first, with their sources: each may import only those
+    /// before it (the root, this file, holds the shared types and the entry point).
+    const ORDER: [(&str, &str); 9] = [
+        ("strings", include_str!("strings.rs")),
+        ("tags", include_str!("tags.rs")),
+        ("header", include_str!("header.rs")),
+        ("edits", include_str!("edits.rs")),
+        ("preflight", include_str!("preflight.rs")),
+        ("contents", include_str!("contents.rs")),
+        ("builder", include_str!("builder.rs")),
+        ("in_place", include_str!("in_place.rs")),
+        (
+            "appended",
+            concat!(
+                include_str!("appended/mod.rs"),
+                include_str!("appended/headers.rs"),
+                include_str!("appended/room.rs"),
+                include_str!("appended/site.rs")
+            ),
+        ),
+    ];
+
+    #[test]
+    fn each_module_imports_only_those_below_it() {
+        for (i, (name, src)) in ORDER.iter().enumerate() {
+            for (above, _) in &ORDER[i + 1..] {
+                for path in [format!("super::{above}"), format!("crate::plan::{above}")] {
+                    let imports = src.lines().any(|l| {
+                        l.trim_start().starts_with("use ")
+                            && (l.contains(&format!("{path}::")) || l.contains(&format!("{path};")))
+                    });
+                    assert!(!imports, "{name} imports {above}, which is above it");
+                }
+            }
+        }
+    }
+}

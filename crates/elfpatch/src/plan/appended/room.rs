@@ -9,6 +9,7 @@
 use object::elf;
 
 use crate::error::{Error, Result};
+use crate::plan::header::NewTable;
 use crate::plan::strings::{self, Range};
 use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type, DT_RELR, DT_RELRSZ};
 use crate::plan::Planner;
@@ -155,6 +156,16 @@ impl Planner<'_> {
             end,
             align: align.min(4096),
         }))
+    }
+
+    /// Whether the entries `table` adds fit without a new segment: none, or zeros after the
+    /// table for them (a `PT_NULL` entry they could take is already in `table`).
+    pub(in crate::plan) fn table_grows_in_place(&self, table: &NewTable) -> bool {
+        table.added.is_empty()
+            || matches!(
+                self.find_room(table.taken_null, table.added.len()),
+                Ok(Room::Slack)
+            )
     }
 
     /// Whether a table the dynamic array points to overlaps `[start, end)` of the file.
