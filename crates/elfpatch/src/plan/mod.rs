@@ -77,8 +77,9 @@ pub enum Edit {
     /// `PT_GNU_STACK` gets one (`PF_R | PF_W`, plus `PF_X` when asked): in a `PT_NULL` entry, in
     /// zeros after the program header table, or in a table grown the way a new `PT_LOAD` grows it.
     SetExecstack(bool),
-    /// Set these bits in `DT_FLAGS_1`, adding the entry at the front of `.dynamic` when absent
-    /// (patchelf's `--no-default-lib` sets `DF_1_NODEFLIB` so).
+    /// Set these bits in every `DT_FLAGS_1`, adding the entry at the front of `.dynamic` when
+    /// absent (patchelf's `--no-default-lib` sets `DF_1_NODEFLIB` so; in the file's byte order,
+    /// where patchelf 0.19.3 writes `0x8000000000000` into a big-endian 64-bit file).
     AddFlags1(u64),
     /// Add a `DT_DEBUG` entry (value 0) at the front of `.dynamic`, unless there is one.
     AddDebugTag,
