@@ -135,7 +135,7 @@ OP_KINDS = {
     "set-interp": EXE_KINDS,
     "set-soname": ["lib"],
     "execstack": EXE_KINDS,
-    "add-debug-tag": EXE_KINDS,
+    "add-debug-tag": ["lib"],
 }
 OPS = list(OP_KINDS)
 
@@ -382,6 +382,10 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         exp.update(dep="DEP1", obj=target)
         if op in ("print", "fix"):
             return target, prog, [], exp
+        if op == "add-debug-tag":
+            # Libraries have no DT_DEBUG (programs do): one is added, once however often asked.
+            exp.update(debug_tag=True, readelf=["(DEBUG)"])
+            return target, prog, [["--add-debug-tag"], ["--add-debug-tag"]], exp
         assert op == "set-soname", op
         exp["readelf"] = ["Library soname: [%s]" % LONG_SONAME]
         return target, prog, [["--set-soname", LONG_SONAME]], exp
@@ -427,17 +431,12 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         steps = [["--set-interpreter", new_interp]]
         exp.update(dep="DEP1", obj=new_interp, interp=new_interp,
                    readelf=["[Requesting program interpreter: %s]" % new_interp])
-    elif op in ("execstack", "add-debug-tag"):
-        # Header and flag edits: set, clear and set again (the header patchelf and the loader read
-        # flips); DT_DEBUG added once however often it is asked (most programs have one already).
+    elif op == "execstack":
+        # Set, clear and set again: the header patchelf and the loader read flips.
         os.makedirs(orig)
         shutil.copy2(lib, os.path.join(orig, "libdep.so"))
-        if op == "execstack":
-            steps = [["--set-execstack"], ["--clear-execstack"], ["--set-execstack"]]
-            exp.update(dep="DEP1", execstack=True)
-        else:
-            steps = [["--add-debug-tag"], ["--add-debug-tag"]]
-            exp.update(dep="DEP1", debug_tag=True)
+        steps = [["--set-execstack"], ["--clear-execstack"], ["--set-execstack"]]
+        exp.update(dep="DEP1", execstack=True, readelf_lines=[("GNU_STACK", "RWE")])
     elif op in ("print", "fix"):
         # "fix": prior.py's `stubstrip fix` cases, which bring their own steps and expectations.
         os.makedirs(orig)
@@ -724,6 +723,9 @@ def run_case(case: dict):
     for s in exp.get("readelf", []):
         if s not in rout:
             probs.append(("readelf", "readelf -lWd does not show %s" % clip(s, 80)))
+    for start, word in exp.get("readelf_lines", []):
+        if not any(line.split()[:1] == [start] and word in line.split() for line in rout.splitlines()):
+            probs.append(("readelf", "readelf -lWd shows no %s line with %s" % (start, word)))
     for s in exp.get("readelf_not", []):
         if s in rout:
             probs.append(("readelf", "readelf -lWd still shows %s" % s))
