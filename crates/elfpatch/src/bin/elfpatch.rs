@@ -9,220 +9,25 @@
 //! go into one plan, written once.
 //! Differences, on purpose: every file is processed even after one fails (each failure is one line
 //! on stderr), and the exit status tells what went wrong (see `--help`).
+//!
+//! The options are one table (`options::OPTIONS`) that parsing, `--help`, the man page
+//! (`--generate-man`) and the completions (`--generate-completion SHELL`) are all made from; how to
+//! add one is said at the top of options.rs. Paths named on the command line are followed through
+//! symlinks, as patchelf follows them (the library's own opens never follow one).
+
+#[path = "elfpatch/docs.rs"]
+mod docs;
+#[path = "elfpatch/options.rs"]
+mod options;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use elfpatch::{edit_to, Edit, Elf, ElfFile, ErrorKind, Options};
-
-const USAGE: &str = "\
-usage: elfpatch [OPTIONS] FILE...
-
-Reads and edits the dynamic section of ELF files, patchelf-compatible.
-
-  --print-interpreter          print PT_INTERP
-  --set-interpreter PATH       set PT_INTERP
-  --print-soname               print DT_SONAME (nothing, status 0, when absent: as patchelf)
-  --set-soname NAME            set DT_SONAME (shared libraries only; ignored with a warning otherwise, as patchelf)
-  --print-rpath                print DT_RUNPATH, or DT_RPATH when there is no DT_RUNPATH
-  --set-rpath PATH             set the run path (DT_RUNPATH; DT_RPATH with --force-rpath)
-  --add-rpath PATH             append to the run path
-  --remove-rpath               remove DT_RPATH and DT_RUNPATH
-  --shrink-rpath               keep only run path entries that hold a needed library
-  --allowed-rpath-prefixes P   with --shrink-rpath, keep only entries starting with one of P (colon-separated)
-  --force-rpath                use DT_RPATH rather than DT_RUNPATH
-  --print-needed               print DT_NEEDED entries
-  --add-needed LIB             add a DT_NEEDED entry (repeatable)
-  --remove-needed LIB          remove a DT_NEEDED entry and its version requirements (repeatable)
-  --replace-needed OLD NEW     rename a DT_NEEDED entry and its version requirements (repeatable)
-  --print-os-abi               print EI_OSABI by patchelf's names (System V, Linux, FreeBSD, ...)
-  --set-os-abi ABI             set EI_OSABI (patchelf's names: 'System V'/sysv, Linux/gnu, 'GNU Hurd'/hurd, ...)
-  --print-execstack            print 'execstack: X' (executable), '-' (not) or '?' (no PT_GNU_STACK)
-  --set-execstack              set PF_X in PT_GNU_STACK (adding PT_GNU_STACK when absent)
-  --clear-execstack            clear PF_X in PT_GNU_STACK (adding a non-executable one when absent)
-  --no-default-lib             set DF_1_NODEFLIB in DT_FLAGS_1 (adding DT_FLAGS_1 when absent)
-  --add-debug-tag              add a DT_DEBUG entry unless there is one
-  --no-sort                    accepted for patchelf's sake: elfpatch never reorders headers
-  --no-clobber-old-sections    accepted for patchelf's sake: elfpatch zeroes only bytes it has
-                               proven nothing references (old strings, moved tables), never
-                               other sections' contents, so there is nothing more to keep
-  --page-size SIZE             alignment of an appended segment (default: the file's largest p_align)
-  --output FILE                write the result to FILE instead of editing in place
-  --debug                      describe each edit's layout on stderr
-  --version, --help
-
-Exit status: 0 ok, 1 I/O error, 2 usage, 3 not ELF, 4 malformed file, 5 unsupported,
-6 refused as unsafe, 7 file changed or write failed (restored), 8 invalid request.";
-
-#[derive(Default)]
-struct Args {
-    print_interpreter: bool,
-    set_interpreter: Option<Vec<u8>>,
-    print_soname: bool,
-    set_soname: Option<Vec<u8>>,
-    print_rpath: bool,
-    set_rpath: Option<Vec<u8>>,
-    add_rpath: Option<Vec<u8>>,
-    remove_rpath: bool,
-    shrink_rpath: bool,
-    allowed_prefixes: Vec<Vec<u8>>,
-    force_rpath: bool,
-    print_needed: bool,
-    add_needed: Vec<Vec<u8>>,
-    remove_needed: Vec<Vec<u8>>,
-    replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
-    print_os_abi: bool,
-    set_os_abi: Option<u8>,
-    print_execstack: bool,
-    set_execstack: bool,
-    clear_execstack: bool,
-    no_default_lib: bool,
-    add_debug_tag: bool,
-    page_size: Option<u64>,
-    output: Option<PathBuf>,
-    debug: bool,
-    files: Vec<PathBuf>,
-}
-
-fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("elfpatch: {msg}\n{USAGE}");
-    ExitCode::from(2)
-}
-
-fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
-    let mut a = Args::default();
-    let mut it = argv.into_iter();
-    let value = |it: &mut std::vec::IntoIter<OsString>, flag: &str| -> Result<Vec<u8>, String> {
-        it.next()
-            .map(|v| v.into_vec())
-            .ok_or_else(|| format!("{flag} needs an argument"))
-    };
-    let mut only_files = false;
-    while let Some(arg) = it.next() {
-        let s = arg.to_string_lossy();
-        if only_files || !s.starts_with("--") {
-            a.files.push(PathBuf::from(arg));
-            continue;
-        }
-        match s.as_ref() {
-            "--" => only_files = true,
-            "--print-interpreter" => a.print_interpreter = true,
-            "--set-interpreter" | "--interpreter" => a.set_interpreter = Some(value(&mut it, &s)?),
-            "--print-soname" => a.print_soname = true,
-            "--set-soname" => a.set_soname = Some(value(&mut it, &s)?),
-            "--print-rpath" => a.print_rpath = true,
-            "--set-rpath" => a.set_rpath = Some(value(&mut it, &s)?),
-            "--add-rpath" => a.add_rpath = Some(value(&mut it, &s)?),
-            "--remove-rpath" => a.remove_rpath = true,
-            "--shrink-rpath" => a.shrink_rpath = true,
-            "--allowed-rpath-prefixes" => {
-                a.allowed_prefixes = value(&mut it, &s)?
-                    .split(|&b| b == b':')
-                    .filter(|p| !p.is_empty())
-                    .map(<[u8]>::to_vec)
-                    .collect();
-            }
-            "--force-rpath" => a.force_rpath = true,
-            "--print-needed" => a.print_needed = true,
-            "--add-needed" => a.add_needed.push(value(&mut it, &s)?),
-            "--remove-needed" => a.remove_needed.push(value(&mut it, &s)?),
-            "--replace-needed" => {
-                let old = value(&mut it, &s)?;
-                let new = value(&mut it, &s)?;
-                a.replace_needed.push((old, new));
-            }
-            "--print-os-abi" => a.print_os_abi = true,
-            "--set-os-abi" => {
-                let v = value(&mut it, &s)?;
-                let abi = os_abi_code(&v).ok_or_else(|| {
-                    format!(
-                        "--set-os-abi: unrecognized OS ABI {:?}",
-                        String::from_utf8_lossy(&v)
-                    )
-                })?;
-                a.set_os_abi = Some(abi);
-            }
-            "--print-execstack" => a.print_execstack = true,
-            "--set-execstack" => a.set_execstack = true,
-            "--clear-execstack" => a.clear_execstack = true,
-            "--no-default-lib" => a.no_default_lib = true,
-            "--add-debug-tag" => a.add_debug_tag = true,
-            // patchelf's layout knobs: elfpatch never sorts headers, and never writes over bytes
-            // anything may still read (see --help).
-            "--no-sort" | "--no-clobber-old-sections" => {}
-            "--page-size" => {
-                let v = value(&mut it, &s)?;
-                let n: u64 = String::from_utf8_lossy(&v).parse().map_err(|_| {
-                    format!("--page-size: not a number: {}", String::from_utf8_lossy(&v))
-                })?;
-                if n == 0 || !n.is_power_of_two() {
-                    return Err(format!("--page-size: {n} is not a power of two"));
-                }
-                a.page_size = Some(n);
-            }
-            "--output" => a.output = Some(PathBuf::from(OsString::from_vec(value(&mut it, &s)?))),
-            "--debug" => a.debug = true,
-            "--version" => {
-                println!("elfpatch {}", env!("CARGO_PKG_VERSION"));
-                return Ok(None);
-            }
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
-            other => return Err(format!("unknown or unsupported option {other}")),
-        }
-    }
-    if a.files.is_empty() {
-        return Err("no input file".into());
-    }
-    Ok(Some(a))
-}
-
-/// patchelf's names for `EI_OSABI` values, as `--print-os-abi` prints them.
-const OS_ABI_NAMES: [(u8, &str); 12] = [
-    (0, "System V"),
-    (1, "HP-UX"),
-    (2, "NetBSD"),
-    (3, "Linux"),
-    (4, "GNU Hurd"),
-    (6, "Solaris"),
-    (7, "AIX"),
-    (8, "IRIX"),
-    (9, "FreeBSD"),
-    (10, "Tru64"),
-    (12, "OpenBSD"),
-    (13, "OpenVMS"),
-];
-
-/// `EI_OSABI` as patchelf prints it: its name, or `0x%02X` for a value it has no name for.
-fn os_abi_name(abi: u8) -> String {
-    OS_ABI_NAMES
-        .iter()
-        .find(|(v, _)| *v == abi)
-        .map_or_else(|| format!("0x{abi:02X}"), |(_, n)| (*n).to_string())
-}
-
-/// The `EI_OSABI` value of a name `--set-os-abi` takes: patchelf's names and aliases, ignoring
-/// case and surrounding white space.
-fn os_abi_code(name: &[u8]) -> Option<u8> {
-    let name = String::from_utf8_lossy(name.trim_ascii()).to_ascii_lowercase();
-    let aliases: [(&str, u8); 5] = [
-        ("system-v", 0),
-        ("sysv", 0),
-        ("gnu", 3),
-        ("gnu-hurd", 4),
-        ("hurd", 4),
-    ];
-    OS_ABI_NAMES
-        .iter()
-        .find(|(_, n)| n.to_ascii_lowercase() == name)
-        .map(|(v, _)| *v)
-        .or_else(|| aliases.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
-}
+use elfpatch::{edit_to, resolve_symlinks, Edit, Elf, ElfFile, ErrorKind, Options};
+use options::{parse_args, Action, Args, ParseError};
 
 /// Why one file failed: elfpatch said so, or the file cannot answer a query.
 enum Failure {
@@ -251,7 +56,7 @@ impl std::fmt::Display for Failure {
 }
 
 impl Failure {
-    /// The exit status (see `USAGE`).
+    /// The exit status (see `docs::EXIT`).
     fn exit_code(&self) -> u8 {
         let Failure::Elf(e) = self else {
             return 8;
@@ -366,64 +171,10 @@ fn line(out: &mut impl std::io::Write, s: &[u8]) {
     let _ = out.write_all(b"\n");
 }
 
-impl Args {
-    /// Whether the command line asks for any change.
-    fn edits_something(&self) -> bool {
-        self.edits_run_path() || self.edits_other_than_run_path()
-    }
-
-    /// Whether the command line asks to change the run path.
-    fn edits_run_path(&self) -> bool {
-        self.set_rpath.is_some()
-            || self.add_rpath.is_some()
-            || self.remove_rpath
-            || self.shrink_rpath
-    }
-
-    /// Whether the command line asks for a change other than of the run path.
-    fn edits_other_than_run_path(&self) -> bool {
-        self.set_interpreter.is_some()
-            || self.set_soname.is_some()
-            || !self.add_needed.is_empty()
-            || !self.remove_needed.is_empty()
-            || !self.replace_needed.is_empty()
-            || self.set_os_abi.is_some()
-            || self.set_execstack
-            || self.clear_execstack
-            || self.no_default_lib
-            || self.add_debug_tag
-    }
-
-    /// Whether the command line asks only about the run path (printing or changing it): on a
-    /// separate debug-info file patchelf then does nothing, prints nothing and succeeds (its test
-    /// `no-dynamic-section`), and so does elfpatch.
-    fn only_run_path(&self) -> bool {
-        let prints_other = self.print_interpreter
-            || self.print_soname
-            || self.print_needed
-            || self.print_os_abi
-            || self.print_execstack;
-        (self.print_rpath || self.edits_run_path())
-            && !prints_other
-            && !self.edits_other_than_run_path()
-    }
-
-    /// The execstack edit asked for, if any.
-    fn execstack_edit(&self) -> Option<Edit> {
-        // patchelf does one of the three, in this order of precedence.
-        if self.print_execstack {
-            None
-        } else if self.clear_execstack {
-            Some(Edit::SetExecstack(false))
-        } else if self.set_execstack {
-            Some(Edit::SetExecstack(true))
-        } else {
-            None
-        }
-    }
-}
-
-fn process(a: &Args, path: &Path) -> Result<(), Failure> {
+fn process(a: &Args, named: &Path) -> Result<(), Failure> {
+    // A symlink named on the command line is followed (`libz.so.1`), as patchelf does: an edit
+    // in place edits its target and leaves the link.
+    let path = &resolve_symlinks(named)?;
     // One open and one parse per file: for reading and writing when the file will be edited in
     // place (an unwritable file is then reported before anything is printed or planned).
     let in_place = a.output.is_none() && a.edits_something();
@@ -456,7 +207,7 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
     }
     let mut edits = Vec::new();
     if a.print_os_abi {
-        line(&mut out, os_abi_name(e.os_abi()).as_bytes());
+        line(&mut out, options::os_abi_name(e.os_abi()).as_bytes());
     }
     edits.extend(a.set_os_abi.map(Edit::SetOsAbi));
     if a.print_soname {
@@ -505,7 +256,17 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
         old: o.clone(),
         new: n.clone(),
     }));
-    edits.extend(a.add_needed.iter().map(|n| Edit::AddNeeded(n.clone())));
+    for n in &a.add_needed {
+        if e.needed().contains(&n.as_slice()) {
+            // patchelf 0.19.3 would add a second entry naming it; one is all the loader uses.
+            eprintln!(
+                "elfpatch: {}: {} is already needed, not added again",
+                path.display(),
+                String::from_utf8_lossy(n)
+            );
+        }
+        edits.push(Edit::AddNeeded(n.clone()));
+    }
     if a.no_default_lib {
         edits.push(Edit::AddFlags1(u64::from(object::elf::DF_1_NODEFLIB)));
     }
@@ -535,13 +296,51 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What the program was called (`patchelf` when installed under that name).
+fn program_name(argv0: Option<&OsStr>) -> String {
+    argv0
+        .map(Path::new)
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 fn main() -> ExitCode {
-    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let args = match parse_args(argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => return ExitCode::SUCCESS,
-        Err(msg) => return usage_error(&msg),
+    let mut argv = std::env::args_os();
+    let program = program_name(argv.next().as_deref());
+    let argv: Vec<OsString> = argv.collect();
+    if argv.is_empty() {
+        // As patchelf: no arguments at all, the help on stderr and a failure.
+        eprint!("{}", docs::help());
+        return ExitCode::from(2);
+    }
+    let args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
+        Ok(a) => a,
+        Err(ParseError::Usage(msg)) => {
+            eprintln!("elfpatch: {msg} (see elfpatch --help)");
+            return ExitCode::from(2);
+        }
+        Err(ParseError::AtFile(msg)) => {
+            eprintln!("elfpatch: {msg}");
+            return ExitCode::from(1);
+        }
     };
+    if let Some(action) = args.action {
+        let text = match action {
+            Action::Help => docs::help(),
+            Action::Version => docs::version(&program),
+            Action::Man => docs::man(),
+            Action::Completion(shell) => docs::completion(shell),
+        };
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
+        }
+        return ExitCode::SUCCESS;
+    }
+    for w in &args.warnings {
+        eprintln!("elfpatch: warning: {w}");
+    }
     let mut status = 0u8;
     for f in &args.files {
         if let Err(e) = process(&args, f) {
