@@ -872,6 +872,7 @@ mod tests {
             with_at,
             [
                 "--set-interpreter",
+                "--set-os-abi",
                 "--set-soname",
                 "--set-rpath",
                 "--add-rpath",
