@@ -33,6 +33,7 @@ import harness  # noqa: E402
 from harness import clip, elflint_messages, fmt_entries, new_elflint, sh, sha256  # noqa: E402
 
 SRC = os.path.join(HERE, "src")
+PT_GNU_STACK = 0x6474E551
 BUILD_SCHEME = "5"  # bump when the way inputs are built changes
 
 
@@ -133,6 +134,8 @@ OP_KINDS = {
     "replace-needed": EXE_KINDS,
     "set-interp": EXE_KINDS,
     "set-soname": ["lib"],
+    "execstack": EXE_KINDS,
+    "add-debug-tag": ["lib"],
 }
 OPS = list(OP_KINDS)
 
@@ -379,6 +382,10 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         exp.update(dep="DEP1", obj=target)
         if op in ("print", "fix"):
             return target, prog, [], exp
+        if op == "add-debug-tag":
+            # Libraries have no DT_DEBUG (programs do): one is added, once however often asked.
+            exp.update(debug_tag=True, readelf=["(DEBUG)"])
+            return target, prog, [["--add-debug-tag"], ["--add-debug-tag"]], exp
         assert op == "set-soname", op
         exp["readelf"] = ["Library soname: [%s]" % LONG_SONAME]
         return target, prog, [["--set-soname", LONG_SONAME]], exp
@@ -424,6 +431,12 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         steps = [["--set-interpreter", new_interp]]
         exp.update(dep="DEP1", obj=new_interp, interp=new_interp,
                    readelf=["[Requesting program interpreter: %s]" % new_interp])
+    elif op == "execstack":
+        # Set, clear and set again: the header patchelf and the loader read flips.
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        steps = [["--set-execstack"], ["--clear-execstack"], ["--set-execstack"]]
+        exp.update(dep="DEP1", execstack=True, readelf_lines=[("GNU_STACK", "RWE")])
     elif op in ("print", "fix"):
         # "fix": prior.py's `stubstrip fix` cases, which bring their own steps and expectations.
         os.makedirs(orig)
@@ -483,6 +496,15 @@ def semantic_problems(before: elfmini.Elf, after: elfmini.Elf, op: str, exp: dic
         so = [v for k, v in a if k == "SONAME"]
         if so != [LONG_SONAME]:
             probs.append("SONAME entries %s" % [s[:40] for s in so])
+    if exp.get("debug_tag"):
+        skip.add("DEBUG")
+        if sum(k == "DEBUG" for k, _ in a) != 1:
+            probs.append("%d DT_DEBUG entries, expected 1" % sum(k == "DEBUG" for k, _ in a))
+    stacks = [p["flags"] for p in after.phdrs if p["type"] == PT_GNU_STACK]
+    if "execstack" in exp and [f & elfmini.PF_X != 0 for f in stacks] != [exp["execstack"]]:
+        probs.append("PT_GNU_STACK flags %s, expected one with PF_X %s" % (stacks, exp["execstack"]))
+    elif "execstack" not in exp and stacks != [p["flags"] for p in before.phdrs if p["type"] == PT_GNU_STACK]:
+        probs.append("PT_GNU_STACK changed")
     rest_b = Counter((k, v) for k, v in b if k not in skip)
     rest_a = Counter((k, v) for k, v in a if k not in skip)
     if rest_a != rest_b:
@@ -701,6 +723,9 @@ def run_case(case: dict):
     for s in exp.get("readelf", []):
         if s not in rout:
             probs.append(("readelf", "readelf -lWd does not show %s" % clip(s, 80)))
+    for start, word in exp.get("readelf_lines", []):
+        if not any(line.split()[:1] == [start] and word in line.split() for line in rout.splitlines()):
+            probs.append(("readelf", "readelf -lWd shows no %s line with %s" % (start, word)))
     for s in exp.get("readelf_not", []):
         if s in rout:
             probs.append(("readelf", "readelf -lWd still shows %s" % s))

@@ -282,6 +282,8 @@ pub fn encode(opts: u8, batches: &[Vec<Edit>]) -> Vec<u8> {
                 }
                 // The input language has no note edits: `batch` never decodes one.
                 Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
+                // The script format has no code left for them (`batch` decodes 0 to 15).
+                other => panic!("{other:?} has no code in the fuzz script format"),
             }
         }
     }
@@ -408,6 +410,11 @@ impl Info {
                 Edit::SetInterpreter(v) => m.interp = Some(v.clone()),
                 // The note is none of what this model follows.
                 Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
+                // Header and flag edits: nothing the model holds.
+                Edit::SetOsAbi(_)
+                | Edit::SetExecstack(_)
+                | Edit::AddFlags1(_)
+                | Edit::AddDebugTag => {}
             }
         }
         m.needed = needed.into_iter().map(|(n, _)| n).collect();

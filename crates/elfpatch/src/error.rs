@@ -117,6 +117,12 @@ pub(crate) enum Repr {
         /// What is not supported.
         what: String,
     },
+    /// A separate debug-info file (`objcopy --only-keep-debug`): its `.dynamic` has no contents.
+    #[error("{path}: unsupported: a separate debug-info file: its .dynamic section has no contents (SHT_NOBITS); edit the binary it belongs to")]
+    SeparateDebugInfo {
+        /// The file.
+        path: Location,
+    },
     /// The requested edit cannot be done without risking the binary; nothing was written.
     #[error("{path}: refused: {what}")]
     Refused {
@@ -176,13 +182,20 @@ impl Error {
             Repr::Io { .. } => ErrorKind::Io,
             Repr::NotElf { .. } => ErrorKind::NotElf,
             Repr::Truncated { .. } | Repr::Malformed { .. } => ErrorKind::Malformed,
-            Repr::Unsupported { .. } => ErrorKind::Unsupported,
+            Repr::Unsupported { .. } | Repr::SeparateDebugInfo { .. } => ErrorKind::Unsupported,
             Repr::Refused { .. } => ErrorKind::Refused,
             Repr::InvalidRequest { .. } => ErrorKind::InvalidRequest,
             Repr::Changed { .. } => ErrorKind::Changed,
             Repr::WriteFailed { .. } => ErrorKind::WriteFailed,
             Repr::RollbackFailed { .. } => ErrorKind::RollbackFailed,
         }
+    }
+
+    /// Whether the file is a separate debug-info file (`objcopy --only-keep-debug`, Nix's
+    /// `separateDebugInfo`): its sections keep their headers but not their contents, so it has no
+    /// dynamic array to read or edit. The kind is [`ErrorKind::Unsupported`].
+    pub fn is_separate_debug_info(&self) -> bool {
+        matches!(&*self.0, Repr::SeparateDebugInfo { .. })
     }
 
     /// The file this error is about; `None` for input held in memory.
@@ -216,6 +229,7 @@ impl Error {
             | Repr::Truncated { path, .. }
             | Repr::Malformed { path, .. }
             | Repr::Unsupported { path, .. }
+            | Repr::SeparateDebugInfo { path }
             | Repr::Refused { path, .. }
             | Repr::InvalidRequest { path, .. }
             | Repr::Changed { path, .. }
@@ -231,6 +245,7 @@ impl Error {
             | Repr::Truncated { path, .. }
             | Repr::Malformed { path, .. }
             | Repr::Unsupported { path, .. }
+            | Repr::SeparateDebugInfo { path }
             | Repr::Refused { path, .. }
             | Repr::InvalidRequest { path, .. }
             | Repr::Changed { path, .. }

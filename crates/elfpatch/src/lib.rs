@@ -1,5 +1,6 @@
-//! Read and edit the dynamic section of ELF files — RUNPATH, RPATH, NEEDED, SONAME and the
-//! interpreter — touching only the bytes that change.
+//! Read and edit the dynamic section of ELF files — RUNPATH, RPATH, NEEDED, SONAME, the
+//! interpreter, `DT_FLAGS_1` and `DT_DEBUG`, and in the headers the OS ABI and the stack's
+//! `PT_GNU_STACK` — touching only the bytes that change.
 //!
 //! `elfpatch` reads a file through its program headers (so files without section headers are
 //! first-class), plans an edit as pure data ([`plan::Plan`]: which bytes go where, in which order)

@@ -122,6 +122,9 @@ pub struct Elf {
     pub phdr_tail: Vec<u8>,
 }
 
+/// The index of `EI_OSABI` in `e_ident` (not among `object`'s constants).
+pub const EI_OSABI: usize = 7;
+
 /// How many bytes after the program header table [`Elf::phdr_tail`] holds.
 pub const PHDR_TAIL: u64 = 512;
 
@@ -338,6 +341,22 @@ impl Elf {
     /// `DT_RUNPATH`, if present.
     pub fn runpath(&self) -> Option<&[u8]> {
         self.string_values(elf::DT_RUNPATH).into_iter().next()
+    }
+
+    /// `EI_OSABI`, the identification byte naming the OS ABI.
+    pub fn os_abi(&self) -> u8 {
+        self.header.ident[EI_OSABI]
+    }
+
+    /// Whether the stack is executable as the loader decides it: `PF_X` of the last
+    /// `PT_GNU_STACK` (the kernel and glibc both take the last). `None` when there is none: the
+    /// architecture's default applies then (executable on x86, for one).
+    pub fn execstack(&self) -> Option<bool> {
+        self.phdrs
+            .iter()
+            .rev()
+            .find(|p| p.p_type == elf::PT_GNU_STACK)
+            .map(|p| p.p_flags & elf::PF_X != 0)
     }
 
     /// `DT_FLAGS`, if present.
@@ -632,7 +651,10 @@ fn read_phdrs<S: Source + ?Sized>(
                     format!("PT_LOAD {i} has p_filesz > p_memsz"),
                 ));
             }
-            check_range(src.len(), p.p_offset, p.p_filesz, &format!("segment {i}"))
+            // A segment with no file bytes reads nothing, wherever its offset (objcopy's
+            // `--only-keep-debug` leaves the emptied ones past the shortened file's end).
+            let file_range = if p.p_filesz == 0 { 0 } else { p.p_offset };
+            check_range(src.len(), file_range, p.p_filesz, &format!("segment {i}"))
                 .map_err(|_| {
                     Error::malformed(
                         at,
@@ -681,9 +703,16 @@ fn read_dynamic<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Dynamic>>
             && s.shdr.sh_addr == p.p_vaddr
             && s.shdr.sh_size > 0
     }) {
-        return Err(Error::unsupported(
-            "a separate debug-info file: its .dynamic section has no contents (SHT_NOBITS); edit the binary it belongs to",
-        ));
+        return Err(Repr::SeparateDebugInfo {
+            path: Location::default(),
+        }
+        .into());
+    }
+    if p.p_filesz == 0 {
+        // An empty PT_DYNAMIC (linker scripts that name one and put nothing in it; patchelf's
+        // tests `empty-note`, `contiguous-note-sections`) holds no array: the file is read as one
+        // without, so that edits of the interpreter and the headers go through.
+        return Ok(None);
     }
     let f = e.format;
     let bytes = read_range(src, p.p_offset, p.p_filesz, "dynamic section")?;

@@ -345,7 +345,31 @@ fn cases(s: &Sample) -> Vec<Case> {
             .is_ok_and(|st| st.success());
         ok.then(|| fs::read(&o).unwrap())
     };
+    common::write_link_inputs(s.dir.path());
     for (name, cmd, out, loader_runs, message) in [
+        (
+            "no-pt-dynamic",
+            &["gcc", "m.c", "-Wl,-T,no-pt-dynamic.ld", "-o"][..],
+            "m.nodyn",
+            false,
+            "a .dynamic section but no PT_DYNAMIC",
+        ),
+        (
+            "empty-pt-dynamic",
+            &[
+                "gcc",
+                "-pie",
+                "-nostdlib",
+                "-Wl,--build-id=none",
+                "-T",
+                "empty-pt-dynamic.ld",
+                "start.s",
+                "-o",
+            ][..],
+            "m.emptydyn",
+            false,
+            "PT_DYNAMIC is empty",
+        ),
         (
             "separate-debug-info",
             &["objcopy", "--only-keep-debug", "m.orig"][..],

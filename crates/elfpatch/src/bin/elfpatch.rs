@@ -2,8 +2,11 @@
 //! `elfpatch` library.
 //!
 //! Options apply to every file named on the command line, in patchelf's order of operations
-//! (print interpreter, print/set soname, set interpreter, print rpath, rpath edits, print needed,
-//! remove/replace/add needed), so a patchelf command line for these operations runs unchanged.
+//! (print interpreter, print/set OS ABI, print/set soname, set interpreter, print rpath,
+//! print/clear/set execstack (one of them, in that precedence), rpath edits, print needed,
+//! remove/replace/add needed, no-default-lib, add-debug-tag), so a patchelf command line for
+//! these operations runs unchanged. Every print shows the file as it was; all edits of one file
+//! go into one plan, written once.
 //! Differences, on purpose: every file is processed even after one fails (each failure is one line
 //! on stderr), and the exit status tells what went wrong (see `--help`).
 //!
@@ -185,10 +188,23 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
     // One open and one parse per file: for reading and writing when the file will be edited in
     // place (an unwritable file is then reported before anything is printed or planned).
     let in_place = a.output.is_none() && a.edits_something();
-    let file = if in_place {
-        ElfFile::open_rw(path)?
+    let opened = if in_place {
+        ElfFile::open_rw(path)
     } else {
-        ElfFile::open(path)?
+        ElfFile::open(path)
+    };
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.is_separate_debug_info() && a.only_run_path() => {
+            if a.debug {
+                eprintln!(
+                    "elfpatch: {}: no dynamic section, nothing to do",
+                    path.display()
+                );
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
     };
     let e = file.elf();
     let stdout = std::io::stdout();
@@ -200,6 +216,10 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
         }
     }
     let mut edits = Vec::new();
+    if a.print_os_abi {
+        line(&mut out, options::os_abi_name(e.os_abi()).as_bytes());
+    }
+    edits.extend(a.set_os_abi.map(Edit::SetOsAbi));
     if a.print_soname {
         if let Some(s) = e.soname() {
             line(&mut out, s);
@@ -221,6 +241,15 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
     if a.print_rpath {
         line(&mut out, current_rpath(e).unwrap_or(b""));
     }
+    if a.print_execstack {
+        let state = match e.execstack() {
+            Some(true) => 'X',
+            Some(false) => '-',
+            None => '?',
+        };
+        line(&mut out, format!("execstack: {state}").as_bytes());
+    }
+    edits.extend(a.execstack_edit());
     edits.extend(rpath_edits(a, e));
     if a.print_needed {
         for n in e.needed() {
@@ -247,6 +276,12 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
             );
         }
         edits.push(Edit::AddNeeded(n.clone()));
+    }
+    if a.no_default_lib {
+        edits.push(Edit::AddFlags1(u64::from(object::elf::DF_1_NODEFLIB)));
+    }
+    if a.add_debug_tag {
+        edits.push(Edit::AddDebugTag);
     }
     let opts = Options {
         page_size: a.page_size,

@@ -15,12 +15,15 @@
 
 use object::elf;
 
-use super::contents::{section_at, NewVersions};
+use super::contents::{
+    section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
+};
 use super::edits::{Desired, Entry, VerneedEdits};
+use super::header::NewTable;
 use super::note_edit::NoteChange;
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
-use crate::format::Shdr;
+use crate::format::{Dyn, Shdr};
 
 /// What the writes of the file header are called: the only writes allowed over it.
 pub(super) const ELF_HEADER: &str = "ELF header";
@@ -37,17 +40,20 @@ pub(super) struct Builder<'p, 'a> {
     pub(super) interp: Option<Vec<u8>>,
     /// What becomes of the resolution-cache note.
     pub(super) note: NoteChange,
+    /// The identification bytes and program headers the header edits ask for.
+    pub(super) table: NewTable,
     writes: Vec<Write>,
 }
 
 impl<'p, 'a> Builder<'p, 'a> {
-    pub(super) fn new(planner: &'p Planner<'a>, desired: Desired) -> Self {
+    pub(super) fn new(planner: &'p Planner<'a>, desired: Desired, table: NewTable) -> Self {
         Builder {
             planner,
             entries: desired.entries,
             verneed_edits: desired.verneed,
             interp: desired.interp,
             note: desired.note,
+            table,
             writes: Vec::new(),
         }
     }
@@ -62,9 +68,10 @@ impl<'p, 'a> Builder<'p, 'a> {
             .as_ref()
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
-        let strings = self.place_strings(&records_before);
-        let versions = self.new_versions(records_before, &strings);
-        self.update_version_entries(&versions);
+        let planner = self.planner;
+        let strings = planner.place_strings(&self.entries, &self.verneed_edits, &records_before);
+        let versions = planner.new_versions(&self.verneed_edits, records_before, &strings);
+        update_version_entries(&mut self.entries, &self.verneed_edits, &versions);
 
         let entries_changed = self.planner.dynamic_changed(&self.entries);
         let capacity = elf.dynamic.as_ref().map_or(0, |d| d.capacity());
@@ -72,15 +79,30 @@ impl<'p, 'a> Builder<'p, 'a> {
             (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
             _ => true,
         };
+        // Program headers the edits add fit when zeros follow the table (a PT_NULL entry is
+        // already in the table).
+        let table_fits = self.planner.table_grows_in_place(&self.table);
         let fits = !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
             && interp_fits
-            && self.planner.note_fits(&self.note);
+            && self.planner.note_fits(&self.note)
+            && table_fits;
         if fits {
             self.in_place(strings, versions, entries_changed)
         } else {
             self.appended(strings, versions, entries_changed)
         }
+    }
+
+    /// The final dynamic entries (see [`Planner::final_dynamic`]).
+    pub(super) fn final_dynamic(
+        &self,
+        strings: &NewStrings,
+        at: &TableAddresses,
+        relocate: &dyn Fn(u64) -> u64,
+    ) -> Vec<Dyn> {
+        self.planner
+            .final_dynamic(&self.entries, strings, at, relocate)
     }
 
     pub(super) fn push(&mut self, offset: u64, data: Data, len: u64, phase: Phase, what: &str) {

@@ -1,13 +1,16 @@
 //! The new contents, before anything is placed in the file: where each new string goes in the
 //! string table, the version records after renames and removals, and the final dynamic array
 //! once the addresses of the tables it points to are known. Shared by both ways of writing.
+//!
+//! Below the builder: these are functions of the planner's input and the desired entries, and
+//! the builder (and the two ways of writing, through it) calls them.
 
 use object::elf;
 
-use super::builder::Builder;
-use super::edits::Value;
+use super::edits::{Entry, Value, VerneedEdits};
 use super::strings::{self, Allocation, Range, Request};
 use super::tags::is_movable_pointer_tag;
+use super::Planner;
 use crate::format::{Dyn, Format};
 use crate::read::{is_string_tag, Elf, StrTab};
 use crate::refs::{Region, VerneedEntry};
@@ -65,11 +68,16 @@ pub(super) fn strtab_or_empty(elf: &Elf) -> &StrTab {
     elf.strtab.as_ref().unwrap_or(&EMPTY)
 }
 
-impl Builder<'_, '_> {
-    /// Places the new strings.
-    pub(super) fn place_strings(&self, records: &[VerneedEntry]) -> NewStrings {
-        let elf = self.planner.elf;
-        let tables = self.planner.tables;
+impl Planner<'_> {
+    /// Places the new strings of `entries` and of the version need records `edits` renames.
+    pub(super) fn place_strings(
+        &self,
+        entries: &[Entry],
+        edits: &VerneedEdits,
+        records: &[VerneedEntry],
+    ) -> NewStrings {
+        let elf = self.elf;
+        let tables = self.tables;
         let mut requests: Vec<Request> = Vec::new();
         let mut request_of = |bytes: &[u8], replaces: Option<u64>| -> usize {
             if let Some(i) = requests.iter().position(|r| r.bytes == bytes) {
@@ -81,22 +89,20 @@ impl Builder<'_, '_> {
             });
             requests.len() - 1
         };
-        let entry_requests: Vec<Option<usize>> = self
-            .entries
+        let entry_requests: Vec<Option<usize>> = entries
             .iter()
             .map(|x| match &x.val {
                 Value::New(s) => {
                     let replaces = x
                         .original
-                        .filter(|&i| is_string_tag(self.planner.original_tag(i)))
-                        .map(|i| self.planner.original_value(i));
+                        .filter(|&i| is_string_tag(self.original_tag(i)))
+                        .map(|i| self.original_value(i));
                     Some(request_of(s, replaces))
                 }
                 _ => None,
             })
             .collect();
-        let record_requests: Vec<RecordRequest> = self
-            .verneed_edits
+        let record_requests: Vec<RecordRequest> = edits
             .renames
             .iter()
             .map(|r| RecordRequest {
@@ -117,8 +123,7 @@ impl Builder<'_, '_> {
             })
             .chain(tables.string_refs())
             .collect();
-        let mut after: Vec<u64> = self
-            .entries
+        let mut after: Vec<u64> = entries
             .iter()
             .filter_map(|x| match x.val {
                 Value::Old(offset) => Some(offset),
@@ -131,7 +136,6 @@ impl Builder<'_, '_> {
                 .iter()
                 .flat_map(|s| s.names.iter().map(|&n| u64::from(n))),
         );
-        let edits = &self.verneed_edits;
         for (i, record) in records.iter().enumerate() {
             if edits.removals.contains(&i) {
                 continue;
@@ -164,13 +168,13 @@ impl Builder<'_, '_> {
         }
     }
 
-    /// The version records after renames and removals.
+    /// The version records after the renames and removals of `edits`.
     pub(super) fn new_versions(
         &self,
+        edits: &VerneedEdits,
         mut entries: Vec<VerneedEntry>,
         strings: &NewStrings,
     ) -> NewVersions {
-        let edits = &self.verneed_edits;
         let gone: Vec<u16> = edits
             .removals
             .iter()
@@ -179,7 +183,7 @@ impl Builder<'_, '_> {
         let versym = if gone.is_empty() {
             None
         } else {
-            self.planner.tables.versym.as_ref().and_then(|(_, old)| {
+            self.tables.versym.as_ref().and_then(|(_, old)| {
                 let new: Vec<u16> = old
                     .iter()
                     .map(|&v| if gone.contains(&(v & 0x7fff)) { 1 } else { v })
@@ -196,7 +200,7 @@ impl Builder<'_, '_> {
             .filter(|(i, _)| !edits.removals.contains(i))
             .map(|(_, n)| n.clone())
             .collect();
-        let verneed = (!edits.is_empty()).then(|| serialize_verneed(self.planner.format, &kept));
+        let verneed = (!edits.is_empty()).then(|| serialize_verneed(self.format, &kept));
         NewVersions {
             kept: kept.len(),
             entries,
@@ -205,37 +209,17 @@ impl Builder<'_, '_> {
         }
     }
 
-    /// DT_VERNEEDNUM follows the number of records (and both tags go with the last one).
-    pub(super) fn update_version_entries(&mut self, versions: &NewVersions) {
-        if self.verneed_edits.removals.is_empty() {
-            return;
-        }
-        if versions.kept == 0 {
-            self.entries.retain(|x| {
-                x.tag != u64::from(elf::DT_VERNEED) && x.tag != u64::from(elf::DT_VERNEEDNUM)
-            });
-        } else {
-            for x in self
-                .entries
-                .iter_mut()
-                .filter(|x| x.tag == u64::from(elf::DT_VERNEEDNUM))
-            {
-                x.val = Value::Raw(versions.kept as u64);
-            }
-        }
-    }
-
     /// The final dynamic entries: string values resolved, table pointers set, addresses that
     /// moved with a block relocated, and `DT_MIPS_RLD_MAP_REL` kept pointing at its target.
     pub(super) fn final_dynamic(
         &self,
+        entries: &[Entry],
         strings: &NewStrings,
         at: &TableAddresses,
         relocate: &dyn Fn(u64) -> u64,
     ) -> Vec<Dyn> {
-        let format = self.planner.format;
-        let mut out: Vec<Dyn> = self
-            .entries
+        let format = self.format;
+        let mut out: Vec<Dyn> = entries
             .iter()
             .enumerate()
             .map(|(i, x)| {
@@ -259,9 +243,9 @@ impl Builder<'_, '_> {
                 _ => x.val,
             };
         }
-        if let Some(dynamic) = &self.planner.elf.dynamic {
+        if let Some(dynamic) = &self.elf.dynamic {
             // Relative to its own slot: keep the target where it was.
-            for (i, x) in self.entries.iter().enumerate() {
+            for (i, x) in entries.iter().enumerate() {
                 let rld_map_rel = x.tag == u64::from(elf::DT_MIPS_RLD_MAP_REL);
                 if let (true, Some(original)) = (rld_map_rel, x.original) {
                     let old_slot = dynamic.vaddr + (original * format.dyn_size()) as u64;
@@ -272,6 +256,29 @@ impl Builder<'_, '_> {
             }
         }
         out
+    }
+}
+
+/// DT_VERNEEDNUM follows the number of records (and both tags go with the last one).
+pub(super) fn update_version_entries(
+    entries: &mut Vec<Entry>,
+    edits: &VerneedEdits,
+    versions: &NewVersions,
+) {
+    if edits.removals.is_empty() {
+        return;
+    }
+    if versions.kept == 0 {
+        entries.retain(|x| {
+            x.tag != u64::from(elf::DT_VERNEED) && x.tag != u64::from(elf::DT_VERNEEDNUM)
+        });
+    } else {
+        for x in entries
+            .iter_mut()
+            .filter(|x| x.tag == u64::from(elf::DT_VERNEEDNUM))
+        {
+            x.val = Value::Raw(versions.kept as u64);
+        }
     }
 }
 

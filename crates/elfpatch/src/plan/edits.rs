@@ -4,6 +4,7 @@
 
 use object::elf;
 
+use super::header::HeaderEdits;
 use super::note_edit::NoteChange;
 use super::{Edit, Planner};
 use crate::error::{Error, Result};
@@ -78,6 +79,8 @@ pub(super) struct Desired {
     pub(super) interp: Option<Vec<u8>>,
     /// What becomes of the resolution-cache note.
     pub(super) note: NoteChange,
+    /// What changes in the file header and the program headers.
+    pub(super) header: HeaderEdits,
 }
 
 fn check_name(s: &[u8], what: &str) -> Result<()> {
@@ -95,16 +98,11 @@ impl<'a> Planner<'a> {
             verneed: VerneedEdits::default(),
             interp: None,
             note: NoteChange::Keep,
+            header: HeaderEdits::default(),
         };
         for edit in edits {
-            let needs_dynamic = !matches!(
-                edit,
-                Edit::SetInterpreter(_) | Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache
-            );
-            if needs_dynamic && self.elf.dynamic.is_none() {
-                return Err(Error::unsupported(
-                    "the file has no dynamic section (PT_DYNAMIC)",
-                ));
+            if edits_dynamic(edit) && self.elf.dynamic.is_none() {
+                return Err(self.no_dynamic());
             }
             self.apply_edit(&mut desired, edit)?;
         }
@@ -117,6 +115,31 @@ impl<'a> Planner<'a> {
             .retain(|r| !removals.contains(&r.record));
         desired.note = self.note_change(edits, &desired.entries)?;
         Ok(desired)
+    }
+
+    /// Why a file without a dynamic array cannot take an edit of it.
+    fn no_dynamic(&self) -> Error {
+        if self.elf.phdrs.iter().any(|p| p.p_type == elf::PT_DYNAMIC) {
+            // An empty PT_DYNAMIC (linker scripts that list one with nothing in it): glibc reads
+            // the array at its address all the same, so no loader uses what a .dynamic section
+            // outside it would say, and an array there would be one the loader never meant.
+            Error::unsupported("the file's PT_DYNAMIC is empty: there is no dynamic array to edit")
+        } else if self
+            .elf
+            .sections
+            .iter()
+            .any(|s| s.shdr.sh_type == elf::SHT_DYNAMIC)
+        {
+            // A .dynamic section no PT_DYNAMIC describes (patchelf's test `phdr-corruption`):
+            // glibc loads no such library ("object file has no dynamic section") and cannot
+            // relocate such a program, so what the section says is read by no loader.
+            Error::unsupported(
+                "the file has a .dynamic section but no PT_DYNAMIC: no loader reads it, so \
+                 there is nothing to edit that would change how the file loads",
+            )
+        } else {
+            Error::unsupported("the file has no dynamic section (PT_DYNAMIC)")
+        }
     }
 
     fn original_entries(&self) -> Vec<Entry> {
@@ -184,6 +207,14 @@ impl<'a> Planner<'a> {
             }
             // Decided once every other edit is known (`note_change`).
             Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
+            Edit::SetOsAbi(abi) => desired.header.os_abi = Some(*abi),
+            Edit::SetExecstack(x) => desired.header.execstack = Some(*x),
+            Edit::AddFlags1(bits) => add_flags_1(entries, *bits),
+            Edit::AddDebugTag => {
+                if !has_tag(entries, elf::DT_DEBUG) {
+                    entries.insert(0, raw_entry(elf::DT_DEBUG, 0));
+                }
+            }
         }
         Ok(())
     }
@@ -406,6 +437,42 @@ impl<'a> Planner<'a> {
                     || x.tag != before.tag
                     || !matches!(x.val, Value::Raw(v) | Value::Old(v) if v == before.val)
             })
+    }
+}
+
+/// Whether an edit changes the dynamic array (the others change the interpreter or headers).
+fn edits_dynamic(edit: &Edit) -> bool {
+    !matches!(
+        edit,
+        Edit::SetInterpreter(_)
+            | Edit::SetOsAbi(_)
+            | Edit::SetExecstack(_)
+            | Edit::SetResolutionCache(_)
+            | Edit::RemoveResolutionCache
+    )
+}
+
+/// A new entry with a value that is no string.
+fn raw_entry(tag: u32, val: u64) -> Entry {
+    Entry {
+        tag: u64::from(tag),
+        val: Value::Raw(val),
+        original: None,
+    }
+}
+
+/// Sets `bits` in every `DT_FLAGS_1` (glibc reads the last, patchelf the first; a linker writes
+/// one), or adds one at the front of the array, as patchelf does.
+fn add_flags_1(entries: &mut Vec<Entry>, bits: u64) {
+    let tag = u64::from(elf::DT_FLAGS_1);
+    if !has_tag(entries, elf::DT_FLAGS_1) {
+        entries.insert(0, raw_entry(elf::DT_FLAGS_1, bits));
+        return;
+    }
+    for x in entries.iter_mut().filter(|x| x.tag == tag) {
+        if let Value::Raw(v) = &mut x.val {
+            *v |= bits;
+        }
     }
 }
 

@@ -4,13 +4,15 @@
 //! live data come in an order that leaves a valid file after every one of them.
 
 use super::builder::Builder;
+use super::builder::{ELF_AND_PROGRAM_HEADERS, ELF_HEADER};
 use super::contents::{
     diff_span, encode_dynamic, overlaps, pad, strtab_or_empty, NewStrings, NewVersions,
     TableAddresses,
 };
 use super::{Data, Layout, Phase, Plan};
 use crate::error::Result;
-use crate::format::Shdr;
+use crate::format::{Phdr, Shdr};
+use object::elf as E;
 
 impl Builder<'_, '_> {
     /// Everything fits: small writes into the existing structures.
@@ -85,6 +87,7 @@ impl Builder<'_, '_> {
                 );
             }
         }
+        self.header_writes();
         for (start, end) in strings.alloc.garbage.clone() {
             self.push(
                 strtab.offset + start,
@@ -99,5 +102,74 @@ impl Builder<'_, '_> {
         self.version_section_counts(&mut shdrs, &versions);
         self.section_header_writes(&shdrs);
         self.finish(Layout::InPlace, elf.file_len, Vec::new())
+    }
+
+    /// The header edits, in place: entries the table gains go into the zeros after it first
+    /// (nothing describes them yet), then one write switches the ELF header and the entries that
+    /// change (two when the table does not follow the header).
+    fn header_writes(&mut self) {
+        let elf = self.planner.elf;
+        let format = self.planner.format;
+        let table = self.table.clone();
+        let table_start = elf.header.e_phoff;
+        let entry = format.phdr_size();
+        let encode = |phdrs: &[Phdr]| -> Vec<u8> {
+            phdrs.iter().flat_map(|p| format.encode_phdr(p)).collect()
+        };
+        let mut phdrs = table.phdrs.clone();
+        // The note's program header changes here too, so that one span of writes switches every
+        // program header (a separate write of the note's entry would overlap this one).
+        self.planner.note_phdrs(&self.note, &mut phdrs, None);
+        let mut header = elf.header.clone();
+        header.ident = table.ident;
+        if !table.added.is_empty() {
+            let old_end = table_start + (elf.phdrs.len() * entry) as u64;
+            self.push_bytes(
+                old_end,
+                encode(&table.added),
+                Phase::Stage,
+                "new program headers",
+            );
+            let count = phdrs.len() + table.added.len();
+            let size = (count * entry) as u64;
+            // As when a PT_LOAD is added: a PT_PHDR describing the table follows its size.
+            for p in phdrs
+                .iter_mut()
+                .filter(|p| p.p_type == E::PT_PHDR && p.p_offset == table_start)
+            {
+                (p.p_filesz, p.p_memsz) = (size, size);
+            }
+            header.e_phnum = count as u16;
+        }
+        let (old_header, new_header) = (
+            format.encode_header(&elf.header),
+            format.encode_header(&header),
+        );
+        let (old_table, new_table) = (encode(&elf.phdrs), encode(&phdrs));
+        if table_start == old_header.len() as u64 {
+            let old = [old_header, old_table].concat();
+            let new = [new_header.clone(), new_table].concat();
+            if let Some((lo, hi)) = diff_span(&old, &new) {
+                let header_len = new_header.len();
+                let what = match (lo < header_len, hi > header_len) {
+                    (true, true) => ELF_AND_PROGRAM_HEADERS,
+                    (true, false) => ELF_HEADER,
+                    (false, _) => "program headers",
+                };
+                self.push_bytes(lo as u64, new[lo..hi].to_vec(), Phase::Commit, what);
+            }
+            return;
+        }
+        if let Some((lo, hi)) = diff_span(&old_table, &new_table) {
+            self.push_bytes(
+                table_start + lo as u64,
+                new_table[lo..hi].to_vec(),
+                Phase::Commit,
+                "program headers",
+            );
+        }
+        if header != elf.header {
+            self.push_bytes(0, new_header, Phase::Commit, ELF_HEADER);
+        }
     }
 }

@@ -22,6 +22,7 @@ mod appended;
 mod builder;
 mod contents;
 mod edits;
+mod header;
 mod in_place;
 mod note_edit;
 mod preflight;
@@ -38,6 +39,7 @@ use crate::read::Elf;
 use crate::refs::Region;
 use crate::refs::Tables;
 use builder::Builder;
+use header::NewTable;
 
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +84,18 @@ pub enum Edit {
     /// (`DT_RUNPATH`, else `DT_RPATH`) removes the note too, as patchelf 0.19.3 does: its entries
     /// would be stale.
     RemoveResolutionCache,
+    /// Set `EI_OSABI`, the identification byte naming the OS ABI (`ELFOSABI_*`).
+    SetOsAbi(u8),
+    /// Ask for an executable stack (`true`) or not: `PF_X` of `PT_GNU_STACK`. A file without
+    /// `PT_GNU_STACK` gets one (`PF_R | PF_W`, plus `PF_X` when asked): in a `PT_NULL` entry, in
+    /// zeros after the program header table, or in a table grown the way a new `PT_LOAD` grows it.
+    SetExecstack(bool),
+    /// Set these bits in every `DT_FLAGS_1`, adding the entry at the front of `.dynamic` when
+    /// absent (patchelf's `--no-default-lib` sets `DF_1_NODEFLIB` so; in the file's byte order,
+    /// where patchelf 0.19.3 writes `0x8000000000000` into a big-endian 64-bit file).
+    AddFlags1(u64),
+    /// Add a `DT_DEBUG` entry (value 0) at the front of `.dynamic`, unless there is one.
+    AddDebugTag,
 }
 
 /// Knobs for the planner.
@@ -303,7 +317,14 @@ impl<'a> Planner<'a> {
             .as_ref()
             .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
         let note_unchanged = desired.note == note_edit::NoteChange::Keep;
-        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed && note_unchanged {
+        let table = NewTable::of(elf, desired.header);
+        let header_changed = table.changed(elf);
+        if !dynamic_changed
+            && desired.verneed.is_empty()
+            && !interp_changed
+            && note_unchanged
+            && !header_changed
+        {
             return Ok(unchanged);
         }
         if dynamic_changed || !desired.verneed.is_empty() {
@@ -313,7 +334,7 @@ impl<'a> Planner<'a> {
             desired.interp = None;
         }
         // 2. Where the new contents go, and the writes that put them there.
-        Builder::new(self, desired).build()
+        Builder::new(self, desired, table).build()
     }
 
     /// The tables `.dynamic` points to, with their extents.
@@ -334,5 +355,45 @@ impl<'a> Planner<'a> {
         out.extend(tables.verneed.as_ref().map(|(r, _)| *r));
         out.extend(tables.verdef.as_ref().map(|(r, _)| *r));
         out
+    }
+}
+
+#[cfg(test)]
+mod layering {
+    /// The planner's modules, lowest first, with their sources: each may import only those
+    /// before it (the root, this file, holds the shared types and the entry point).
+    const ORDER: [(&str, &str); 9] = [
+        ("strings", include_str!("strings.rs")),
+        ("tags", include_str!("tags.rs")),
+        ("header", include_str!("header.rs")),
+        ("edits", include_str!("edits.rs")),
+        ("preflight", include_str!("preflight.rs")),
+        ("contents", include_str!("contents.rs")),
+        ("builder", include_str!("builder.rs")),
+        ("in_place", include_str!("in_place.rs")),
+        (
+            "appended",
+            concat!(
+                include_str!("appended/mod.rs"),
+                include_str!("appended/headers.rs"),
+                include_str!("appended/room.rs"),
+                include_str!("appended/site.rs")
+            ),
+        ),
+    ];
+
+    #[test]
+    fn each_module_imports_only_those_below_it() {
+        for (i, (name, src)) in ORDER.iter().enumerate() {
+            for (above, _) in &ORDER[i + 1..] {
+                for path in [format!("super::{above}"), format!("crate::plan::{above}")] {
+                    let imports = src.lines().any(|l| {
+                        l.trim_start().starts_with("use ")
+                            && (l.contains(&format!("{path}::")) || l.contains(&format!("{path};")))
+                    });
+                    assert!(!imports, "{name} imports {above}, which is above it");
+                }
+            }
+        }
     }
 }

@@ -358,7 +358,7 @@ impl Builder<'_, '_> {
     /// its program headers (one write each that changes), then (by the caller) its section.
     pub(super) fn note_in_place(&mut self, shdrs: &mut [Shdr]) -> Result<()> {
         let planner = self.planner;
-        let (elf, format) = (planner.elf, planner.format);
+        let format = planner.format;
         let Some(n) = planner.tables.note.as_ref() else {
             return Ok(());
         };
@@ -381,14 +381,7 @@ impl Builder<'_, '_> {
                 );
             }
         }
-        let mut phdrs = elf.phdrs.clone();
-        planner.note_phdrs(&change, &mut phdrs, None);
-        for (i, (new, old)) in phdrs.iter().zip(&elf.phdrs).enumerate() {
-            if new != old {
-                let at = elf.header.e_phoff + (i * format.phdr_size()) as u64;
-                self.push_bytes(at, format.encode_phdr(new), Phase::Commit, "program header");
-            }
-        }
+        // Its program header is written with the others (`header_writes`).
         planner.note_shdrs(&change, shdrs, None);
         Ok(())
     }

@@ -371,3 +371,43 @@ pub fn long_dir(base: &Path, min: usize) -> PathBuf {
     fs::create_dir_all(&p).unwrap();
     p
 }
+
+/// Inputs for files whose program headers a linker script chooses, as patchelf's tests build
+/// theirs: a program with no `PT_DYNAMIC` (its `.dynamic` section lies in the text segment, as in
+/// `phdr-corruption`), and one whose `PT_DYNAMIC` is listed with nothing in it (as in
+/// `empty-note`, `contiguous-note-sections`), an assembly `_start` that prints "x" by system
+/// call and exits.
+pub fn write_link_inputs(dir: &Path) {
+    fs::write(
+        dir.join("no-pt-dynamic.ld"),
+        "PHDRS { headers PT_PHDR PHDRS; interp PT_INTERP; text PT_LOAD FILEHDR PHDRS; }\n\
+         SECTIONS { . = SIZEOF_HEADERS; .interp : { *(.interp) } :text :interp }\n\
+         INSERT BEFORE .note.gnu.build-id;\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("empty-pt-dynamic.ld"),
+        "PHDRS { headers PT_PHDR PHDRS; interp PT_INTERP; text PT_LOAD FILEHDR PHDRS;\n\
+         dynamic PT_DYNAMIC; }\n\
+         SECTIONS { . = SIZEOF_HEADERS; .interp : { *(.interp) } :text :interp\n\
+         .text : { *(.text) } :text .rodata : { *(.rodata) } :text }\n",
+    )
+    .unwrap();
+    let start = syscall_program(Some("/lib64/ld-linux-x86-64.so.2"), "x");
+    fs::write(dir.join("start.s"), start).unwrap();
+}
+
+/// A program without the C library (x86_64 Linux system calls): writes `message` and a newline,
+/// exits 0; with `interp`, a `.interp` section naming it.
+pub fn syscall_program(interp: Option<&str>, message: &str) -> String {
+    let interp = interp
+        .map(|i| format!(".section .interp, \"a\"\n.asciz \"{i}\"\n"))
+        .unwrap_or_default();
+    format!(
+        "{interp}.text\n.globl _start\n_start:\n\
+         mov $1, %eax\nmov $1, %edi\nlea msg(%rip), %rsi\nmov ${len}, %edx\nsyscall\n\
+         mov $60, %eax\nxor %edi, %edi\nsyscall\n\
+         .section .rodata\nmsg: .ascii \"{message}\\n\"\n",
+        len = message.len() + 1
+    )
+}

@@ -105,6 +105,20 @@ pub struct Args {
     pub remove_needed: Vec<Vec<u8>>,
     /// `--replace-needed` pairs, in command-line order.
     pub replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
+    /// `--print-os-abi`.
+    pub print_os_abi: bool,
+    /// `--set-os-abi`, as the `EI_OSABI` value.
+    pub set_os_abi: Option<u8>,
+    /// `--print-execstack`.
+    pub print_execstack: bool,
+    /// `--set-execstack`.
+    pub set_execstack: bool,
+    /// `--clear-execstack`.
+    pub clear_execstack: bool,
+    /// `--no-default-lib`.
+    pub no_default_lib: bool,
+    /// `--add-debug-tag`.
+    pub add_debug_tag: bool,
     /// `--page-size`, a power of two.
     pub page_size: Option<u64>,
     /// `--build-resolution-cache`: write the note after the other edits.
@@ -122,16 +136,118 @@ pub struct Args {
 impl Args {
     /// Whether the command line asks for any change.
     pub fn edits_something(&self) -> bool {
-        self.set_interpreter.is_some()
-            || self.set_soname.is_some()
-            || self.set_rpath.is_some()
+        self.edits_run_path() || self.edits_other_than_run_path()
+    }
+
+    /// Whether the command line asks to change the run path.
+    fn edits_run_path(&self) -> bool {
+        self.set_rpath.is_some()
             || self.add_rpath.is_some()
             || self.remove_rpath
             || self.shrink_rpath
+    }
+
+    /// Whether the command line asks for a change other than of the run path.
+    fn edits_other_than_run_path(&self) -> bool {
+        self.set_interpreter.is_some()
+            || self.set_soname.is_some()
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
             || self.build_resolution_cache
+            || self.set_os_abi.is_some()
+            || self.set_execstack
+            || self.clear_execstack
+            || self.no_default_lib
+            || self.add_debug_tag
+    }
+
+    /// Whether the command line asks only about the run path (printing or changing it): on a
+    /// separate debug-info file patchelf then does nothing, prints nothing and succeeds (its test
+    /// `no-dynamic-section`), and so does elfpatch.
+    pub fn only_run_path(&self) -> bool {
+        let prints_other = self.print_interpreter
+            || self.print_soname
+            || self.print_needed
+            || self.print_os_abi
+            || self.print_execstack;
+        (self.print_rpath || self.edits_run_path())
+            && !prints_other
+            && !self.edits_other_than_run_path()
+    }
+
+    /// The execstack edit asked for, if any.
+    pub fn execstack_edit(&self) -> Option<elfpatch::Edit> {
+        // patchelf does one of the three, in this order of precedence.
+        if self.print_execstack {
+            None
+        } else if self.clear_execstack {
+            Some(elfpatch::Edit::SetExecstack(false))
+        } else if self.set_execstack {
+            Some(elfpatch::Edit::SetExecstack(true))
+        } else {
+            None
+        }
+    }
+}
+
+/// patchelf's names for `EI_OSABI` values, as `--print-os-abi` prints them.
+const OS_ABI_NAMES: [(u8, &str); 12] = [
+    (0, "System V"),
+    (1, "HP-UX"),
+    (2, "NetBSD"),
+    (3, "Linux"),
+    (4, "GNU Hurd"),
+    (6, "Solaris"),
+    (7, "AIX"),
+    (8, "IRIX"),
+    (9, "FreeBSD"),
+    (10, "Tru64"),
+    (12, "OpenBSD"),
+    (13, "OpenVMS"),
+];
+
+/// `EI_OSABI` as patchelf prints it: its name, or `0x%02X` for a value it has no name for.
+pub fn os_abi_name(abi: u8) -> String {
+    OS_ABI_NAMES
+        .iter()
+        .find(|(v, _)| *v == abi)
+        .map_or_else(|| format!("0x{abi:02X}"), |(_, n)| (*n).to_string())
+}
+
+/// The `EI_OSABI` value of a name `--set-os-abi` takes: patchelf's names and aliases, ignoring
+/// case and surrounding white space.
+fn os_abi_code(name: &[u8]) -> Option<u8> {
+    let name = String::from_utf8_lossy(name.trim_ascii()).to_ascii_lowercase();
+    let aliases: [(&str, u8); 5] = [
+        ("system-v", 0),
+        ("sysv", 0),
+        ("gnu", 3),
+        ("gnu-hurd", 4),
+        ("hurd", 4),
+    ];
+    OS_ABI_NAMES
+        .iter()
+        .find(|(_, n)| n.to_ascii_lowercase() == name)
+        .map(|(v, _)| *v)
+        .or_else(|| aliases.iter().find(|(n, _)| *n == name).map(|(_, v)| *v))
+}
+
+/// An option without arguments that sets one flag of [`Args`].
+const fn flag(
+    name: &'static str,
+    help: &'static str,
+    set: fn(&mut Args, Vec<Vec<u8>>) -> Result<(), String>,
+) -> Opt {
+    Opt {
+        name,
+        aliases: &[],
+        args: &[],
+        complete: Complete::Text,
+        at_file: false,
+        repeats: false,
+        help,
+        set,
     }
 }
 
@@ -217,6 +333,33 @@ pub const OPTIONS: &[Opt] = &[
         help: "print the program interpreter (PT_INTERP)",
         set: |a, _| {
             a.print_interpreter = true;
+            Ok(())
+        },
+    },
+    flag(
+        "--print-os-abi",
+        "print EI_OSABI by patchelf's names (System V, Linux, FreeBSD, ...; 0xNN for others)",
+        |a, _| {
+            a.print_os_abi = true;
+            Ok(())
+        },
+    ),
+    Opt {
+        name: "--set-os-abi",
+        aliases: &[],
+        args: &["ABI"],
+        complete: Complete::Text,
+        at_file: true,
+        repeats: false,
+        help: "set EI_OSABI: patchelf's names, any case ('System V' or sysv, Linux or gnu, 'GNU Hurd' or hurd, HP-UX, NetBSD, Solaris, AIX, IRIX, FreeBSD, Tru64, OpenBSD, OpenVMS)",
+        set: |a, v| {
+            let abi = os_abi_code(&v[0]).ok_or_else(|| {
+                format!(
+                    "--set-os-abi: unrecognized OS ABI {:?}",
+                    String::from_utf8_lossy(&v[0])
+                )
+            })?;
+            a.set_os_abi = Some(abi);
             Ok(())
         },
     },
@@ -408,6 +551,56 @@ pub const OPTIONS: &[Opt] = &[
             Ok(())
         },
     },
+    flag(
+        "--no-default-lib",
+        "set DF_1_NODEFLIB in DT_FLAGS_1 (adding DT_FLAGS_1 when absent): no search of the default directories",
+        |a, _| {
+            a.no_default_lib = true;
+            Ok(())
+        },
+    ),
+    flag(
+        "--no-sort",
+        "accepted for patchelf's sake: elfpatch never reorders program or section headers",
+        |_, _| Ok(()),
+    ),
+    flag(
+        "--add-debug-tag",
+        "add a DT_DEBUG entry unless there is one",
+        |a, _| {
+            a.add_debug_tag = true;
+            Ok(())
+        },
+    ),
+    flag(
+        "--print-execstack",
+        "print 'execstack: X' (executable stack), 'execstack: -' (not) or 'execstack: ?' (no PT_GNU_STACK)",
+        |a, _| {
+            a.print_execstack = true;
+            Ok(())
+        },
+    ),
+    flag(
+        "--clear-execstack",
+        "clear PF_X in PT_GNU_STACK (adding a non-executable PT_GNU_STACK when absent)",
+        |a, _| {
+            a.clear_execstack = true;
+            Ok(())
+        },
+    ),
+    flag(
+        "--set-execstack",
+        "set PF_X in PT_GNU_STACK (adding one when absent)",
+        |a, _| {
+            a.set_execstack = true;
+            Ok(())
+        },
+    ),
+    flag(
+        "--no-clobber-old-sections",
+        "accepted for patchelf's sake: elfpatch zeroes only bytes it has proven nothing references (old strings, moved tables), never other sections' contents, so there is nothing more to keep",
+        |_, _| Ok(()),
+    ),
     Opt {
         name: "--output",
         aliases: &[],
@@ -698,6 +891,7 @@ mod tests {
             with_at,
             [
                 "--set-interpreter",
+                "--set-os-abi",
                 "--set-soname",
                 "--set-rpath",
                 "--add-rpath",

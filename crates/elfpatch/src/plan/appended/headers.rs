@@ -24,7 +24,9 @@ impl Builder<'_, '_> {
         let elf = self.planner.elf;
         let format = self.planner.format;
         let dynamic = elf.dynamic.as_ref();
-        let mut phdrs = elf.phdrs.clone();
+        // The header edits first: every index below is the file's, and entries the edits add go
+        // at the end.
+        let mut phdrs = self.table.phdrs.clone();
         let note = segment.item(ItemKind::Note);
         self.planner.note_phdrs(
             &self.note,
@@ -68,6 +70,7 @@ impl Builder<'_, '_> {
                     .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
             });
         let mut header = elf.header.clone();
+        header.ident = self.table.ident;
         if elf.section_headers_unusable() {
             // A table nobody could read: once data is appended where it may claim to be, tools
             // would read that data as section headers. The file has none.
@@ -106,6 +109,7 @@ impl Builder<'_, '_> {
                 if let (Some(item), 1) = (note, self.note_extra_phdrs()) {
                     phdrs.insert(at + 1, new_note_phdr(item.offset, item.vaddr, item.size));
                 }
+                phdrs.extend_from_slice(&self.table.added);
                 let table_size = (phdrs.len() * format.phdr_size()) as u64;
                 let table = segment.item(ItemKind::PhdrTable);
                 for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {

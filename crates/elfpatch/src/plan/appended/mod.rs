@@ -20,7 +20,8 @@ mod headers;
 mod room;
 mod site;
 
-use room::{Block, Room};
+use room::Block;
+pub(super) use room::Room;
 use site::{Item, ItemKind, Mode, Placed, Site};
 
 use object::elf;
@@ -188,7 +189,9 @@ impl Builder<'_, '_> {
         entries_changed: bool,
     ) -> Result<AppendedSegment> {
         let elf = self.planner.elf;
-        let site = self.planner.choose_site_for(self.note_extra_phdrs())?;
+        let site = self
+            .planner
+            .choose_site(&self.table, self.note_extra_phdrs())?;
         let block = match site.mode {
             Mode::New(Room::Block(block)) => Some(block),
             _ => None,
@@ -265,8 +268,10 @@ impl Builder<'_, '_> {
         let format = self.planner.format;
         let mut items: Vec<Item> = Vec::new();
         if matches!(mode, Mode::New(Room::MoveTable)) {
-            let size =
-                (self.planner.new_phnum(mode, self.note_extra_phdrs()) * format.phdr_size()) as u64;
+            let size = (self
+                .planner
+                .new_phnum(mode, self.table.added.len() + self.note_extra_phdrs())
+                * format.phdr_size()) as u64;
             items.push(Item::new(ItemKind::PhdrTable, size, format.word_size()));
         }
         if let Some(block) = block {

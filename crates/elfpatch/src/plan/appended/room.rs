@@ -9,6 +9,7 @@
 use object::elf;
 
 use crate::error::{Error, Result};
+use crate::plan::header::NewTable;
 use crate::plan::strings::{self, Range};
 use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type, DT_RELR, DT_RELRSZ};
 use crate::plan::Planner;
@@ -47,25 +48,23 @@ pub(in crate::plan) struct Occupant {
 }
 
 impl Planner<'_> {
-    /// How to make room for one more program header.
-    #[cfg(test)]
-    pub(in crate::plan) fn find_room(&self) -> Result<Room> {
-        self.find_room_for(0)
-    }
-
-    /// How to make room for one more program header and `extra` more (a `PT_NULL` entry is
-    /// reused only when one is all it takes).
-    pub(in crate::plan) fn find_room_for(&self, extra: usize) -> Result<Room> {
+    /// How to make room for `entries` more program headers (a `PT_NULL` entry holds only one),
+    /// the `PT_NULL` entry `taken` being spoken for already.
+    pub(in crate::plan) fn find_room(&self, taken: Option<usize>, entries: usize) -> Result<Room> {
         let elf = self.elf;
         let format = self.format;
-        let null_slot = elf.phdrs.iter().position(|p| p.p_type == elf::PT_NULL);
-        if let (Some(i), 0) = (null_slot, extra) {
+        let free_null = elf
+            .phdrs
+            .iter()
+            .enumerate()
+            .position(|(i, p)| p.p_type == elf::PT_NULL && Some(i) != taken);
+        if let (Some(i), 1) = (free_null, entries) {
             return Ok(Room::NullSlot(i));
         }
-        if elf.phdrs.len() + 1 + extra >= usize::from(elf::PN_XNUM) {
+        if elf.phdrs.len() + entries >= usize::from(elf::PN_XNUM) {
             return Err(Error::unsupported("too many program headers to add one"));
         }
-        let need = ((1 + extra) * format.phdr_size()) as u64;
+        let need = (entries * format.phdr_size()) as u64;
         let table_start = elf.header.e_phoff;
         let table_end = table_start + (elf.phdrs.len() * format.phdr_size()) as u64;
         let Some(load) = elf
@@ -157,6 +156,16 @@ impl Planner<'_> {
             end,
             align: align.min(4096),
         }))
+    }
+
+    /// Whether the entries `table` adds fit without a new segment: none, or zeros after the
+    /// table for them (a `PT_NULL` entry they could take is already in `table`).
+    pub(in crate::plan) fn table_grows_in_place(&self, table: &NewTable) -> bool {
+        table.added.is_empty()
+            || matches!(
+                self.find_room(table.taken_null, table.added.len()),
+                Ok(Room::Slack)
+            )
     }
 
     /// Whether a table the dynamic array points to overlaps `[start, end)` of the file.
@@ -320,7 +329,7 @@ mod tests {
 
     fn room(spec: &Spec) -> Room {
         with_planner(spec, &Options::default(), |planner, _| {
-            planner.find_room().unwrap()
+            planner.find_room(None, 1).unwrap()
         })
     }
 
@@ -336,9 +345,23 @@ mod tests {
                 .iter()
                 .position(|s| s.p_type == elf::PT_NULL);
             assert_eq!(
-                planner.find_room().unwrap(),
+                planner.find_room(None, 1).unwrap(),
                 Room::NullSlot(first_null.unwrap())
             );
+            // The first taken, the next one; none for two entries.
+            let second = layout
+                .segments
+                .iter()
+                .enumerate()
+                .position(|(i, s)| s.p_type == elf::PT_NULL && Some(i) != first_null);
+            assert_eq!(
+                planner.find_room(first_null, 1).unwrap(),
+                Room::NullSlot(second.unwrap())
+            );
+            assert!(!matches!(
+                planner.find_room(None, 2).unwrap(),
+                Room::NullSlot(_)
+            ));
         });
     }
 
@@ -368,7 +391,8 @@ mod tests {
                 ..Spec::default()
             };
             with_planner(&spec, &Options::default(), |planner, layout| {
-                let Room::Block(Block { start, end, align }) = planner.find_room().unwrap() else {
+                let Room::Block(Block { start, end, align }) = planner.find_room(None, 1).unwrap()
+                else {
                     panic!("no block moved (section headers: {with_section_headers})");
                 };
                 // From the end of the table, over whole tables, at least one entry's worth.
@@ -395,7 +419,7 @@ mod tests {
             ..Spec::default()
         };
         with_planner(&spec, &Options::default(), |planner, layout| {
-            let Room::Block(block) = planner.find_room().unwrap() else {
+            let Room::Block(block) = planner.find_room(None, 1).unwrap() else {
                 panic!("no block moved");
             };
             let dynsym = layout.section(".dynsym").unwrap();
@@ -434,7 +458,7 @@ mod tests {
             .addr;
         let set_entry = |elf: &mut crate::Elf| elf.header.e_entry = interp;
         with_edited_planner(&spec, &Options::default(), set_entry, |planner, _| {
-            assert_eq!(planner.find_room().unwrap(), Room::MoveTable);
+            assert_eq!(planner.find_room(None, 1).unwrap(), Room::MoveTable);
         });
     }
 }

@@ -6,6 +6,7 @@ use object::elf;
 
 use super::room::Room;
 use crate::error::{Error, Result};
+use crate::plan::header::NewTable;
 use crate::plan::{checked_align_up, Planner};
 
 /// A thing placed in the appended segment.
@@ -125,17 +126,15 @@ impl Planner<'_> {
         (highest_offset && at_eof && plain && shdrs_before).then_some(index)
     }
 
-    /// Chooses the site of the appended segment.
-    #[cfg(test)]
-    pub(in crate::plan) fn choose_site(&self) -> Result<Site> {
-        self.choose_site_for(0)
-    }
-
-    /// Chooses the site of the appended segment, which needs `extra` program headers besides its
-    /// own `PT_LOAD` (a new note's `PT_NOTE`): then it is always a new `PT_LOAD`.
-    pub(in crate::plan) fn choose_site_for(&self, extra: usize) -> Result<Site> {
+    /// Chooses the site of the appended segment, for the program header table `table` (entries
+    /// it adds need room in the table, which extending the last segment does not make) and
+    /// `extra` more program headers besides its own `PT_LOAD` (a new note's `PT_NOTE`).
+    pub(in crate::plan) fn choose_site(&self, table: &NewTable, extra: usize) -> Result<Site> {
         let elf = self.elf;
-        if let Some(index) = self.extendable_tail().filter(|_| extra == 0) {
+        let extendable = self
+            .extendable_tail()
+            .filter(|_| table.added.is_empty() && extra == 0);
+        if let Some(index) = extendable {
             let last = &elf.phdrs[index];
             return Ok(Site {
                 mode: Mode::Extend(index),
@@ -161,7 +160,7 @@ impl Planner<'_> {
                 )));
             }
         }
-        let room = self.find_room_for(extra)?;
+        let room = self.find_room(table.taken_null, 1 + table.added.len() + extra)?;
         let align = self.placement_align();
         let top = elf.loads().map(|p| p.vaddr_end()).max().unwrap_or(0);
         let no_room = || Error::refused("no address space left above the image for a new segment");
@@ -240,9 +239,9 @@ impl Planner<'_> {
         })
     }
 
-    /// How many program headers the file has once the segment is added, with `extra` more.
-    pub(in crate::plan) fn new_phnum(&self, mode: Mode, extra: usize) -> usize {
-        let n = self.elf.phdrs.len() + extra;
+    /// How many program headers the file has once the segment is added, with `added` more.
+    pub(in crate::plan) fn new_phnum(&self, mode: Mode, added: usize) -> usize {
+        let n = self.elf.phdrs.len() + added;
         match mode {
             Mode::New(Room::NullSlot(_)) | Mode::Extend(_) => n,
             Mode::New(_) => n + 1,
@@ -257,8 +256,14 @@ mod tests {
 
     use super::{Mode, SegmentBase};
     use crate::plan::appended::room::Room;
+    use crate::plan::header::NewTable;
     use crate::plan::testing::{with_edited_planner, with_planner};
-    use crate::plan::Options;
+    use crate::plan::{Options, Planner};
+
+    /// The program header table as it is.
+    fn unchanged(planner: &Planner<'_>) -> NewTable {
+        NewTable::of(planner.elf, Default::default())
+    }
 
     /// The last `PT_LOAD` of a file without section headers or `.bss` ends the file.
     fn extendable() -> Spec {
@@ -273,7 +278,7 @@ mod tests {
     fn the_last_segment_grows_when_it_ends_the_file() {
         let spec = extendable();
         with_planner(&spec, &Options::default(), |planner, layout| {
-            let site = planner.choose_site().unwrap();
+            let site = planner.choose_site(&unchanged(planner), 0).unwrap();
             let last = layout
                 .segments
                 .iter()
@@ -307,7 +312,7 @@ mod tests {
         ];
         for (what, spec) in cases {
             with_planner(&spec, &Options::default(), |planner, layout| {
-                let site = planner.choose_site().unwrap();
+                let site = planner.choose_site(&unchanged(planner), 0).unwrap();
                 assert!(matches!(site.mode, Mode::New(_)), "{what}");
                 let top = layout.segments.iter().filter(|s| s.p_type == elf::PT_LOAD);
                 let top = top.map(|s| s.vaddr + s.memsz).max().unwrap();
@@ -329,7 +334,7 @@ mod tests {
             ..Options::default()
         };
         with_planner(&Spec::default(), &opts, |planner, _| {
-            let base = planner.choose_site().unwrap().base;
+            let base = planner.choose_site(&unchanged(planner), 0).unwrap().base;
             assert_eq!(base.vaddr % 0x10000, base.offset % 0x10000);
             assert_eq!(base.align, 0x1000);
         });
@@ -346,7 +351,7 @@ mod tests {
             ..Spec::default()
         };
         with_planner(&spec, &Options::default(), |planner, layout| {
-            let site = planner.choose_site().unwrap();
+            let site = planner.choose_site(&unchanged(planner), 0).unwrap();
             assert!(matches!(site.mode, Mode::New(Room::MoveTable)));
             assert_eq!(site.base.vaddr - site.base.offset, 0x40_0000);
             assert!(site.base.offset >= layout.file_size);
@@ -368,7 +373,7 @@ mod tests {
             &Options::default(),
             misalign,
             |planner, _| {
-                let err = planner.choose_site().unwrap_err();
+                let err = planner.choose_site(&unchanged(planner), 0).unwrap_err();
                 assert!(err.to_string().contains("not a usable alignment"), "{err}");
             },
         );
