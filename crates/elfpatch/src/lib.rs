@@ -46,12 +46,14 @@ pub mod apply;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod hash;
 pub mod plan;
 pub mod read;
 pub mod refs;
 #[doc = include_str!("refusals.md")]
 pub mod refusals {}
 pub mod source;
+pub mod symmap;
 pub mod validate;
 
 #[cfg(feature = "fault-injection")]

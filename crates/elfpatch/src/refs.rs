@@ -43,6 +43,28 @@ pub struct SymTable {
     pub max_size: u64,
     /// Index of the `.dynsym` section, if any.
     pub section: Option<usize>,
+    /// The table's bytes (kept for edits that rewrite symbols: renames).
+    pub bytes: Vec<u8>,
+}
+
+/// The header of a `DT_HASH` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysvHashInfo {
+    /// Number of buckets.
+    pub nbucket: u64,
+    /// Number of chain entries (the symbols the table covers).
+    pub nchain: u64,
+    /// Size of one entry: 4, or 8 on 64-bit s390.
+    pub word: u64,
+}
+
+/// The header of a `DT_GNU_HASH` table and how many symbols it covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GnuHashInfo {
+    /// Bucket count, first hashed symbol, bloom size and shift.
+    pub params: crate::hash::GnuParams,
+    /// One past the last hashed symbol (from walking the chains).
+    pub symbols: u64,
 }
 
 /// One `Vernaux` record (a version needed from a file).
@@ -82,6 +104,10 @@ pub struct Tables {
     pub hash: Option<Region>,
     /// `DT_GNU_HASH` table extent.
     pub gnu_hash: Option<Region>,
+    /// `DT_HASH` header, when the table exists.
+    pub hash_info: Option<SysvHashInfo>,
+    /// `DT_GNU_HASH` header and extent in symbols, when the table exists.
+    pub gnu_hash_info: Option<GnuHashInfo>,
     /// `.gnu.version` (`DT_VERSYM`): one version index per dynamic symbol.
     pub versym: Option<(Region, Vec<u16>)>,
     /// `.gnu.version_r` (`DT_VERNEED`) extent and records.
@@ -106,8 +132,10 @@ impl Tables {
         let r = TableReader { src, e, d };
         let sysv = r.sysv_hash()?;
         t.hash = sysv.map(|h| h.region);
+        t.hash_info = sysv.and_then(|h| h.sysv);
         let gnu = r.gnu_hash()?;
         t.gnu_hash = gnu.map(|h| h.region);
+        t.gnu_hash_info = gnu.and_then(|h| h.gnu);
         t.dynsym = r.dynsym(sysv.map(|h| h.symbols), gnu.map(|h| h.symbols))?;
         if t.dynsym.is_none() && d.get(elf::DT_SYMTAB).is_some() {
             // Symbol names we cannot enumerate may point anywhere into the table.
@@ -152,6 +180,8 @@ impl Tables {
 struct HashExtent {
     region: Region,
     symbols: u64,
+    sysv: Option<SysvHashInfo>,
+    gnu: Option<GnuHashInfo>,
 }
 
 /// Reads the tables the dynamic array `d` of `e` points at, one at a time.
@@ -220,6 +250,12 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
         Ok(Some(HashExtent {
             region,
             symbols: nchain,
+            sysv: Some(SysvHashInfo {
+                nbucket,
+                nchain,
+                word: hash_word,
+            }),
+            gnu: None,
         }))
     }
 
@@ -229,9 +265,19 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             return Ok(None);
         };
         let (size, symbols) = walk_gnu_hash(self.src, self.e, r)?;
+        let f = self.e.format;
+        let head = read_range(self.src, r.offset, 16, "DT_GNU_HASH header")?;
+        let params = crate::hash::GnuParams {
+            nbuckets: f.u32(&head[0..]),
+            symoffset: f.u32(&head[4..]),
+            bloom_size: f.u32(&head[8..]),
+            bloom_shift: f.u32(&head[12..]),
+        };
         Ok(Some(HashExtent {
             region: Region { size, ..r },
             symbols,
+            sysv: None,
+            gnu: Some(GnuHashInfo { params, symbols }),
         }))
     }
 
@@ -271,6 +317,7 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             names: syms.iter().map(|s| s.st_name).collect(),
             max_size: syms.iter().map(|s| s.st_size).max().unwrap_or(0),
             section: section.map(|s| s.index),
+            bytes,
         }))
     }
 

@@ -35,6 +35,8 @@ Reads and edits the dynamic section of ELF files, patchelf-compatible.
   --add-needed LIB             add a DT_NEEDED entry (repeatable)
   --remove-needed LIB          remove a DT_NEEDED entry and its version requirements (repeatable)
   --replace-needed OLD NEW     rename a DT_NEEDED entry and its version requirements (repeatable)
+  --clear-symbol-version SYM  give dynamic symbol SYM the global version in .gnu.version (repeatable)
+  --rename-dynamic-symbols MAP rename dynamic symbols: MAP has one `OLD NEW` pair per line (repeatable)
   --page-size SIZE             alignment of an appended segment (default: the file's largest p_align)
   --output FILE                write the result to FILE instead of editing in place
   --debug                      describe each edit's layout on stderr
@@ -60,6 +62,9 @@ struct Args {
     add_needed: Vec<Vec<u8>>,
     remove_needed: Vec<Vec<u8>>,
     replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
+    clear_symbol_version: Vec<Vec<u8>>,
+    /// The pairs of every `--rename-dynamic-symbols` map file, in order (None: no such option).
+    rename_symbols: Option<Vec<(Vec<u8>, Vec<u8>)>>,
     page_size: Option<u64>,
     output: Option<PathBuf>,
     debug: bool,
@@ -113,6 +118,11 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
                 let new = value(&mut it, &s)?;
                 a.replace_needed.push((old, new));
             }
+            "--clear-symbol-version" => a.clear_symbol_version.push(value(&mut it, &s)?),
+            "--rename-dynamic-symbols" => {
+                let file = PathBuf::from(OsString::from_vec(value(&mut it, &s)?));
+                read_symbol_map(&file, a.rename_symbols.get_or_insert_with(Vec::new))?;
+            }
             "--page-size" => {
                 let v = value(&mut it, &s)?;
                 let n: u64 = String::from_utf8_lossy(&v).parse().map_err(|_| {
@@ -140,6 +150,13 @@ fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
         return Err("no input file".into());
     }
     Ok(Some(a))
+}
+
+/// Reads a `--rename-dynamic-symbols` map file into `map` (patchelf's rules: [`elfpatch::symmap`]).
+fn read_symbol_map(file: &Path, map: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), String> {
+    let text =
+        std::fs::read(file).map_err(|e| format!("cannot open map file {}: {e}", file.display()))?;
+    elfpatch::symmap::parse_into(&text, map).map_err(|e| format!("{}:{e}", file.display()))
 }
 
 /// Why one file failed: elfpatch said so, or the file cannot answer a query.
@@ -296,6 +313,8 @@ impl Args {
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
+            || !self.clear_symbol_version.is_empty()
+            || self.rename_symbols.is_some()
     }
 }
 
@@ -356,6 +375,15 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
         new: n.clone(),
     }));
     edits.extend(a.add_needed.iter().map(|n| Edit::AddNeeded(n.clone())));
+    // patchelf's order: versions cleared (by the old names), then the renames.
+    edits.extend(
+        a.clear_symbol_version
+            .iter()
+            .map(|n| Edit::ClearSymbolVersion(n.clone())),
+    );
+    if let Some(map) = &a.rename_symbols {
+        edits.push(Edit::RenameDynamicSymbols(map.clone()));
+    }
     let opts = Options {
         page_size: a.page_size,
         ..Options::default()

@@ -16,7 +16,7 @@
 use object::elf;
 
 use super::contents::{section_at, NewVersions};
-use super::edits::{Desired, Entry, VerneedEdits};
+use super::edits::{Desired, Entry, SymbolEdits, VerneedEdits};
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
 use crate::format::Shdr;
@@ -34,6 +34,8 @@ pub(super) struct Builder<'p, 'a> {
     pub(super) verneed_edits: VerneedEdits,
     /// The new interpreter path, when it changes.
     pub(super) interp: Option<Vec<u8>>,
+    /// Renamed symbols and cleared versions.
+    pub(super) symbols: SymbolEdits,
     writes: Vec<Write>,
 }
 
@@ -44,6 +46,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             entries: desired.entries,
             verneed_edits: desired.verneed,
             interp: desired.interp,
+            symbols: desired.symbols,
             writes: Vec::new(),
         }
     }
@@ -68,7 +71,10 @@ impl<'p, 'a> Builder<'p, 'a> {
             (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
             _ => true,
         };
-        let fits = !strings.alloc.grows()
+        // Renamed symbols always go the appended way: the symbol table, both hash tables and the
+        // strings change together, so they are written as copies and switched to in one write.
+        let fits = self.symbols.renames.is_empty()
+            && !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
             && interp_fits;
         if fits {

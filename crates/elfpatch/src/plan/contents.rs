@@ -19,6 +19,8 @@ pub(super) struct NewStrings {
     pub(super) entry_requests: Vec<Option<usize>>,
     /// For each renamed version need record: the record's index and its request index.
     pub(super) record_requests: Vec<RecordRequest>,
+    /// For each renamed symbol: its index and its request index.
+    pub(super) symbol_requests: Vec<(usize, usize)>,
     /// The bytes of the table that references covered before the edit (sorted, merged).
     pub(super) covered_before: Vec<Range>,
     /// Whether some placement overwrites bytes referenced before the edit.
@@ -49,6 +51,10 @@ pub(super) struct NewVersions {
 /// Where the tables the dynamic array points to end up.
 pub(super) struct TableAddresses {
     pub(super) strtab: u64,
+    /// The symbol table and hash tables, when rewritten (renames).
+    pub(super) dynsym: Option<u64>,
+    pub(super) hash: Option<u64>,
+    pub(super) gnu_hash: Option<u64>,
     pub(super) verneed: Option<u64>,
     pub(super) versym: Option<u64>,
     pub(super) dynamic: u64,
@@ -104,6 +110,12 @@ impl Builder<'_, '_> {
                 request: request_of(&r.name, Some(u64::from(records[r.record].file))),
             })
             .collect();
+        let symbol_requests: Vec<(usize, usize)> = self
+            .symbols
+            .renames
+            .iter()
+            .map(|(i, name)| (*i, request_of(name, None)))
+            .collect();
 
         let strtab = strtab_or_empty(elf);
         let before: Vec<u64> = elf
@@ -125,12 +137,20 @@ impl Builder<'_, '_> {
                 _ => None,
             })
             .collect();
-        after.extend(
-            tables
-                .dynsym
+        // A renamed symbol's old name is no longer its reference (other referrers keep theirs).
+        let renamed = |i: usize| {
+            self.symbols
+                .renames
+                .binary_search_by_key(&i, |(j, _)| *j)
+                .is_ok()
+        };
+        after.extend(tables.dynsym.iter().flat_map(|s| {
+            s.names
                 .iter()
-                .flat_map(|s| s.names.iter().map(|&n| u64::from(n))),
-        );
+                .enumerate()
+                .filter(move |(i, _)| !renamed(*i))
+                .map(|(_, &n)| u64::from(n))
+        }));
         let edits = &self.verneed_edits;
         for (i, record) in records.iter().enumerate() {
             if edits.removals.contains(&i) {
@@ -158,6 +178,7 @@ impl Builder<'_, '_> {
             alloc,
             entry_requests,
             record_requests,
+            symbol_requests,
             covered_before,
             live_writes,
             new_size,
@@ -176,14 +197,21 @@ impl Builder<'_, '_> {
             .iter()
             .flat_map(|&i| entries[i].aux.iter().map(|a| a.other & 0x7fff))
             .collect();
-        let versym = if gone.is_empty() {
+        let cleared = &self.symbols.cleared;
+        let versym = if gone.is_empty() && cleared.is_empty() {
             None
         } else {
             self.planner.tables.versym.as_ref().and_then(|(_, old)| {
-                let new: Vec<u16> = old
+                let mut new: Vec<u16> = old
                     .iter()
                     .map(|&v| if gone.contains(&(v & 0x7fff)) { 1 } else { v })
                     .collect();
+                // patchelf writes VER_NDX_GLOBAL, hidden bit included.
+                for &i in cleared {
+                    if let Some(v) = new.get_mut(i) {
+                        *v = 1;
+                    }
+                }
                 (new != *old).then_some(new)
             })
         };
@@ -255,6 +283,9 @@ impl Builder<'_, '_> {
                 elf::DT_STRSZ => strings.new_size,
                 elf::DT_VERNEED => at.verneed.unwrap_or_else(|| relocate(x.val)),
                 elf::DT_VERSYM => at.versym.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_SYMTAB => at.dynsym.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_HASH => at.hash.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_GNU_HASH => at.gnu_hash.unwrap_or_else(|| relocate(x.val)),
                 _ if is_movable_pointer_tag(x.tag) => relocate(x.val),
                 _ => x.val,
             };

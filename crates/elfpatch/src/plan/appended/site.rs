@@ -30,6 +30,9 @@ pub(in crate::plan) enum ItemKind {
     Interp,
     Verneed,
     Versym,
+    DynSym,
+    Hash,
+    GnuHash,
     Dynamic,
 }
 
