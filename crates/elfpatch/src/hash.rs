@@ -168,11 +168,16 @@ pub fn build_sysv(nbucket: u32, hashes: &[u32]) -> SysvTable {
 impl SysvTable {
     /// The symbol indices of the list a name with System V hash `h` is looked up in.
     pub fn candidates(&self, h: u32) -> Vec<u32> {
-        let mut out = Vec::new();
         if self.buckets.is_empty() {
-            return out;
+            return Vec::new();
         }
-        let mut i = self.buckets[h as usize % self.buckets.len()];
+        self.bucket_list(h as usize % self.buckets.len())
+    }
+
+    /// The symbol indices of bucket `b`'s list, in chain order.
+    pub fn bucket_list(&self, b: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut i = self.buckets.get(b).copied().unwrap_or(0);
         // Bounded: a malformed table read from a file may loop.
         while i != 0 && out.len() <= self.chains.len() {
             out.push(i);

@@ -8,6 +8,9 @@
 
 use std::fmt;
 
+/// The (old name, new name) pairs of a map, in file order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Why a map file is refused, with its 1-based line number.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MapError {
@@ -59,7 +62,7 @@ fn is_space(b: u8) -> bool {
 
 /// Parses `text` and appends its pairs to `map`, which may hold the pairs of earlier map files
 /// (an old name repeated across files is an error too, as in patchelf).
-pub fn parse_into(text: &[u8], map: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), MapError> {
+pub fn parse_into(text: &[u8], map: &mut Pairs) -> Result<(), MapError> {
     if text.is_empty() {
         return Ok(());
     }
@@ -85,7 +88,7 @@ pub fn parse_into(text: &[u8], map: &mut Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), 
 }
 
 /// Parses one map file's contents.
-pub fn parse(text: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MapError> {
+pub fn parse(text: &[u8]) -> Result<Pairs, MapError> {
     let mut map = Vec::new();
     parse_into(text, &mut map)?;
     Ok(map)

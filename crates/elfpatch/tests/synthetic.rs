@@ -74,6 +74,8 @@ impl Model {
                 }
                 Edit::SetSoname(v) => self.soname = Some(s(v)),
                 Edit::SetInterpreter(v) => self.interpreter = Some(s(v)),
+                // Not generated here: symbol edits change nothing this model describes.
+                Edit::ClearSymbolVersion(_) | Edit::RenameDynamicSymbols(_) => {}
             }
         }
     }
