@@ -133,8 +133,15 @@ OP_KINDS = {
     "replace-needed": EXE_KINDS,
     "set-interp": EXE_KINDS,
     "set-soname": ["lib"],
+    "clear-symbol-version": EXE_KINDS,
+    "rename-dynamic-symbols": ["pie", "nopie", "lib"],
 }
 OPS = list(OP_KINDS)
+# The renames: in the library, dep_alt takes dep_marker's name (the unedited program then gets
+# dep_alt's marker through the library's rebuilt hash tables); in a program, its dep_marker
+# reference becomes dep_alt, and dep_len libc's strlen (its DEP_1.0 version cleared first).
+LIB_RENAMES = "dep_marker dep_marker_old\ndep_alt dep_marker\n"
+EXE_RENAMES = "dep_marker dep_alt\ndep_len strlen\n"
 
 SHORT_RUNPATH = "$ORIGIN/s"
 LONG_SONAME = "libdep-renamed-with-a-much-longer-soname-" + "q" * 200 + ".so.1"
@@ -379,6 +386,13 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         exp.update(dep="DEP1", obj=target)
         if op in ("print", "fix"):
             return target, prog, [], exp
+        if op == "rename-dynamic-symbols":
+            m = os.path.join(casedir, "renames.map")
+            with open(m, "w") as fh:
+                fh.write(LIB_RENAMES)
+            exp.update(dep="DEPR", dynsyms=["dep_marker@@DEP_1.0", "dep_marker_old@@DEP_1.0"],
+                       dynsyms_not=["dep_alt"])
+            return target, prog, [["--rename-dynamic-symbols", m]], exp
         assert op == "set-soname", op
         exp["readelf"] = ["Library soname: [%s]" % LONG_SONAME]
         return target, prog, [["--set-soname", LONG_SONAME]], exp
@@ -424,6 +438,21 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         steps = [["--set-interpreter", new_interp]]
         exp.update(dep="DEP1", obj=new_interp, interp=new_interp,
                    readelf=["[Requesting program interpreter: %s]" % new_interp])
+    elif op == "clear-symbol-version":
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        steps = [["--clear-symbol-version", "dep_marker"]]
+        # Unversioned, the reference binds to libdep's default version all the same.
+        exp.update(dep="DEP1", lines=["STUBSTRIP-LEN 1004"], dynsyms=["dep_marker", "dep_len@DEP_1.0"])
+    elif op == "rename-dynamic-symbols":
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        m = os.path.join(casedir, "renames.map")
+        with open(m, "w") as fh:
+            fh.write(EXE_RENAMES)
+        steps = [["--clear-symbol-version", "dep_len", "--rename-dynamic-symbols", m]]
+        exp.update(dep="DEPR", lines=["STUBSTRIP-LEN 4"], dynsyms=["dep_alt@DEP_1.0", "strlen"],
+                   dynsyms_not=["dep_marker", "dep_len"])
     elif op in ("print", "fix"):
         # "fix": prior.py's `stubstrip fix` cases, which bring their own steps and expectations.
         os.makedirs(orig)
@@ -528,6 +557,31 @@ def leftovers(elf: elfmini.Elf, s: bytes):
     return {o for o in occurrences(elf.data, s) if not lo <= o < hi}
 
 
+def dynsym_problems(path: str, exp: dict):
+    """The dynamic symbols as readelf finds them through the dynamic section and its hash
+    tables (-D: no section headers needed): names (with versions) that must be there, and base
+    names that must not."""
+    if "dynsyms" not in exp and "dynsyms_not" not in exp:
+        return []
+    try:
+        if not elfmini.read(path).shdrs:
+            # readelf 2.40 lists no dynamic symbol without section headers; the program's
+            # output is the proof there.
+            return []
+    except elfmini.ElfError as e:
+        return ["own ELF reader: %s" % e]
+    rc, out, err = sh(["readelf", "-W", "-D", "--dyn-syms", path])
+    names = set()
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[0].rstrip(":").isdigit():
+            names.add(f[7])
+    probs = ["readelf -D --dyn-syms does not show %s" % n for n in exp.get("dynsyms", []) if n not in names]
+    bases = {n.split("@")[0] for n in names}
+    probs += ["readelf -D --dyn-syms still shows %s" % n for n in exp.get("dynsyms_not", []) if n in bases]
+    return probs
+
+
 def expected_output_problems(out: str, rc: int, err: str, exp: dict):
     probs = []
     ran, objs, ctor = program_outcome(out)
@@ -538,6 +592,9 @@ def expected_output_problems(out: str, rc: int, err: str, exp: dict):
         probs.append("program printed %r, expected dep=%s" % (ran, exp["dep"]))
     if "obj" in exp and exp["obj"] not in objs:
         probs.append("%s not among loaded objects %s" % (exp["obj"], objs))
+    for line in exp.get("lines", []):
+        if line not in out.splitlines():
+            probs.append("program did not print %r" % line)
     if exp.get("extra_ctor") and not ctor:
         probs.append("libextra.so constructor did not run")
     if "replaced" in exp:
@@ -704,6 +761,7 @@ def run_case(case: dict):
     for s in exp.get("readelf_not", []):
         if s in rout:
             probs.append(("readelf", "readelf -lWd still shows %s" % s))
+    probs += [("symbols", p) for p in dynsym_problems(target, exp)]
     lint = new_elflint(base["elflint"], elflint_messages(target))
     if lint:
         probs.append(("elflint", "eu-elflint: %s" % clip(" | ".join(lint), 300)))

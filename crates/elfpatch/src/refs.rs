@@ -300,9 +300,21 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
         .into_iter()
         .flatten()
         .max();
-        let (Some(vaddr), Some(count)) = (symtab, count) else {
+        let (Some(vaddr), Some(mut count)) = (symtab, count) else {
             return Ok(None);
         };
+        if section.is_none() {
+            // Without a section header, a GNU table with no hashed symbol (a program exporting
+            // nothing) implies fewer symbols than there are: its undefined symbols lie past
+            // `symoffset`. The relocations name them; take them too where they are mapped.
+            let more = self.relocated_symbols();
+            if more > count
+                && e.vaddr_to_offset(vaddr, more * f.sym_size() as u64)
+                    .is_some()
+            {
+                count = more;
+            }
+        }
         let size = count
             .checked_mul(f.sym_size() as u64)
             .ok_or_else(|| Error::malformed(self.d.offset, "symbol count overflows"))?;
@@ -319,6 +331,45 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             section: section.map(|s| s.index),
             bytes,
         }))
+    }
+
+    /// One past the largest symbol index the dynamic relocation tables name (0 when unknown or
+    /// unreadable: this only ever adds to a count).
+    fn relocated_symbols(&self) -> u64 {
+        let f = self.e.format;
+        let is64 = f.class == crate::Class::Elf64;
+        if is64 && self.e.machine() == elf::EM_MIPS {
+            return 0; // MIPS64's r_info has its own layout.
+        }
+        let word = f.word_size();
+        let rela = u64::from(elf::DT_RELA);
+        let plt_entry = match self.d.get(elf::DT_PLTREL) {
+            Some(t) if t == rela => 3 * word,
+            _ => 2 * word,
+        };
+        let tables = [
+            (elf::DT_RELA, elf::DT_RELASZ, 3 * word),
+            (elf::DT_REL, elf::DT_RELSZ, 2 * word),
+            (elf::DT_JMPREL, elf::DT_PLTRELSZ, plt_entry),
+        ];
+        let mut max = 0;
+        for (addr_tag, size_tag, entry) in tables {
+            let (Some(vaddr), Some(size)) = (self.d.get(addr_tag), self.d.get(size_tag)) else {
+                continue;
+            };
+            let Some(offset) = self.e.vaddr_to_offset(vaddr, size) else {
+                continue;
+            };
+            let Ok(bytes) = read_range(self.src, offset, size, "relocations") else {
+                continue;
+            };
+            for r in bytes.chunks_exact(entry as usize) {
+                let info = f.word(&r[word as usize..]);
+                let sym = if is64 { info >> 32 } else { info >> 8 };
+                max = max.max(sym + 1);
+            }
+        }
+        max
     }
 
     /// `.gnu.version`: one entry for each of the `symbols` dynamic symbols.
