@@ -574,8 +574,12 @@ def dynsym_problems(path: str, exp: dict):
     names = set()
     for line in out.splitlines():
         f = line.split()
+        # "(N)" after a versioned name is its version index; ppc64 adds a [<localentry>: 8]
+        # column, so the name is counted from the end.
+        if f and f[-1].startswith("(") and f[-1].endswith(")"):
+            f = f[:-1]
         if len(f) >= 8 and f[0].rstrip(":").isdigit():
-            names.add(f[7])
+            names.add(f[-1])
     probs = ["readelf -D --dyn-syms does not show %s" % n for n in exp.get("dynsyms", []) if n not in names]
     bases = {n.split("@")[0] for n in names}
     probs += ["readelf -D --dyn-syms still shows %s" % n for n in exp.get("dynsyms_not", []) if n in bases]
