@@ -259,6 +259,9 @@ def build_common(arch_name: str, adir: str):
          os.path.join(SRC, "dep2.c")],
         [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libextra.so"),
          "-Wl,-soname,libextra.so", os.path.join(SRC, "extra.c")],
+        [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libdepc.so"),
+         "-Wl,-soname,libdep.so", "-Wl,--version-script," + os.path.join(SRC, "depc.map"),
+         os.path.join(SRC, "depc.c")],
         [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libprior.so"),
          "-Wl,-soname,libprior.so", os.path.join(SRC, "prior.c")],
     ]
@@ -439,11 +442,12 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         exp.update(dep="DEP1", obj=new_interp, interp=new_interp,
                    readelf=["[Requesting program interpreter: %s]" % new_interp])
     elif op == "clear-symbol-version":
+        # libdepc.so defines dep_marker@DEP_1.0 (DEP1) and the default dep_marker@@DEP_2.0
+        # (DEPC): only the unversioned reference gets DEPC.
         os.makedirs(orig)
-        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        shutil.copy2(os.path.join(cache_common, "libdepc.so"), os.path.join(orig, "libdep.so"))
         steps = [["--clear-symbol-version", "dep_marker"]]
-        # Unversioned, the reference binds to libdep's default version all the same.
-        exp.update(dep="DEP1", lines=["STUBSTRIP-LEN 1004"], dynsyms=["dep_marker", "dep_len@DEP_1.0"])
+        exp.update(dep="DEPC", lines=["STUBSTRIP-LEN 1004"], dynsyms=["dep_marker", "dep_len@DEP_1.0"])
     elif op == "rename-dynamic-symbols":
         os.makedirs(orig)
         shutil.copy2(lib, os.path.join(orig, "libdep.so"))
