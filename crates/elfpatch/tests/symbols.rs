@@ -533,4 +533,37 @@ mod synthetic {
             prop_assert!(new_issues.is_empty(), "{:?}", new_issues);
         }
     }
+
+    /// A MIPS file with `DT_MIPS_XHASH`, whose table elfpatch does not rebuild: renaming is
+    /// refused and the file is left alone; other edits still go through.
+    #[test]
+    fn renaming_with_a_mips_xhash_table_is_refused() {
+        let spec = Spec {
+            machine: Machine::Mips,
+            class: Class::Elf32,
+            endian: Endian::Big,
+            hash: HashStyle::Gnu,
+            spare_dynamic_slots: 2,
+            dynsyms: vec!["u".into(), "a".into(), "b".into()],
+            undefined_dynsyms: 1,
+            ..Spec::default()
+        };
+        let mut bytes = elfsynth::build(&spec);
+        let elf = Elf::parse(&bytes).unwrap();
+        let d = elf.dynamic.as_ref().unwrap();
+        let gnu = d.get(object::elf::DT_GNU_HASH).unwrap();
+        let at = (d.offset + (d.len * elf.format.dyn_size()) as u64) as usize;
+        let xhash = elf.format.encode_dyn(&elfpatch::format::Dyn {
+            tag: 0x7000_0036,
+            val: gnu,
+        });
+        bytes[at..at + xhash.len()].copy_from_slice(&xhash);
+        let elf = Elf::parse(&bytes).unwrap();
+        let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
+        let rename = Edit::RenameDynamicSymbols(vec![(b"a".to_vec(), b"c".to_vec())]);
+        let err = plan(&elf, &tables, &[rename], &Options::default()).unwrap_err();
+        assert!(err.to_string().contains("DT_MIPS_XHASH"), "{err}");
+        let other = Edit::SetRunpath(b"/x".to_vec());
+        assert!(plan(&elf, &tables, &[other], &Options::default()).is_ok());
+    }
 }
