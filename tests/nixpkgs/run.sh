@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The suite against a real nixpkgs tree (./README.md): runs only when NIXPKGS names one.
 #
-#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust]    (eval and build by default)
+#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust] [elfpatch-stdenv]
+#                                                               (eval and build by default)
 #
 #   eval   with Nix 2.26 (./setup.sh): `nix flake check --no-build` on x86_64-linux and
 #          aarch64-linux with the tree as the flake's nixpkgs input, and the drv comparison of
@@ -9,9 +10,14 @@
 #   build  with Nix 2.8 and nixpkgs' native stdenv (./builds.nix): buildRedist's cuda_cudart and
 #          cuda_nvml_dev from fake sources, the consumer matrix, each output checked here; and
 #          the same C consumer without nix/upstream, which must fail its installCheck
+#   real-cuda  (only when named; REAL_CUDA_ARCHIVES) buildRedist's cuda_cudart from NVIDIA's real
+#          files and two consumers in three stub-hook variants, in the sandbox (./real-cuda.sh)
 #   rust   (only when named) the real buildRustPackage building nix/upstream's
 #          pkgs/by-name/st/stubstrip from this checkout, its check phase running the whole Rust
 #          test suite (./rust.nix)
+#   elfpatch-stdenv  (only when named) the CUDA packages and the consumer matrix built with
+#          elfpatch as stdenv's patchelf, checked as `build` checks them and compared with the
+#          same builds with patchelf 0.19.3 there (./elfpatch_stdenv.py)
 # Binaries: $STUBSTRIP_PREBUILT_DIR, else target/release (built with cargo when missing).
 # Prints PASS/FAIL lines and "N passed, M failed"; exits 1 on any failure.
 set -uo pipefail
@@ -128,6 +134,20 @@ if want rust; then
         fail "buildRustPackage builds pkgs/by-name/st/stubstrip with its tests" "$(sed 's/\x1b\[[0-9;]*m//g' "$work/rust.err" |
             grep -E -m6 "panicked at|^test result: FAILED|^error" || tail -5 "$work/vendor.log" 2>/dev/null)"
     fi
+fi
+
+# --- real-cuda (opt-in) -------------------------------------------------------------------------
+if want real-cuda; then
+    # shellcheck source=tests/nixpkgs/real-cuda.sh
+    . "$here/real-cuda.sh"
+    realCudaTests
+fi
+
+# --- elfpatch-stdenv ----------------------------------------------------------------------------
+if want elfpatch-stdenv; then
+    # shellcheck source=tests/nixpkgs/elfpatch-stdenv.sh
+    . "$here/elfpatch-stdenv.sh"
+    elfpatchStdenvTests
 fi
 
 # --- build -------------------------------------------------------------------------------------

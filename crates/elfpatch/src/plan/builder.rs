@@ -17,6 +17,7 @@ use object::elf;
 
 use super::contents::{section_at, NewVersions};
 use super::edits::{Desired, Entry, SymbolEdits, VerneedEdits};
+use super::note_edit::NoteChange;
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
 use crate::format::Shdr;
@@ -36,6 +37,8 @@ pub(super) struct Builder<'p, 'a> {
     pub(super) interp: Option<Vec<u8>>,
     /// Renamed symbols and cleared versions.
     pub(super) symbols: SymbolEdits,
+    /// What becomes of the resolution-cache note.
+    pub(super) note: NoteChange,
     writes: Vec<Write>,
 }
 
@@ -47,6 +50,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             verneed_edits: desired.verneed,
             interp: desired.interp,
             symbols: desired.symbols,
+            note: desired.note,
             writes: Vec::new(),
         }
     }
@@ -76,7 +80,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         let fits = self.symbols.renames.is_empty()
             && !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
-            && interp_fits;
+            && interp_fits
+            && self.planner.note_fits(&self.note);
         if fits {
             self.in_place(strings, versions, entries_changed)
         } else {

@@ -4,6 +4,7 @@
 
 use object::elf;
 
+use super::note_edit::NoteChange;
 use super::{Edit, Planner};
 use crate::error::{Error, Result};
 use crate::format::Dyn;
@@ -93,6 +94,8 @@ pub(super) struct Desired {
     pub(super) interp: Option<Vec<u8>>,
     /// Renamed symbols and cleared versions.
     pub(super) symbols: SymbolEdits,
+    /// What becomes of the resolution-cache note.
+    pub(super) note: NoteChange,
 }
 
 fn check_name(s: &[u8], what: &str) -> Result<()> {
@@ -110,9 +113,14 @@ impl<'a> Planner<'a> {
             verneed: VerneedEdits::default(),
             interp: None,
             symbols: SymbolEdits::default(),
+            note: NoteChange::Keep,
         };
         for edit in edits {
-            if !matches!(edit, Edit::SetInterpreter(_)) && self.elf.dynamic.is_none() {
+            let needs_dynamic = !matches!(
+                edit,
+                Edit::SetInterpreter(_) | Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache
+            );
+            if needs_dynamic && self.elf.dynamic.is_none() {
                 return Err(Error::unsupported(
                     "the file has no dynamic section (PT_DYNAMIC)",
                 ));
@@ -126,6 +134,7 @@ impl<'a> Planner<'a> {
             .verneed
             .renames
             .retain(|r| !removals.contains(&r.record));
+        desired.note = self.note_change(edits, &desired.entries)?;
         Ok(desired)
     }
 
@@ -194,6 +203,8 @@ impl<'a> Planner<'a> {
             }
             Edit::ClearSymbolVersion(name) => self.clear_version(&mut desired.symbols, name),
             Edit::RenameDynamicSymbols(map) => self.rename_symbols(&mut desired.symbols, map)?,
+            // Decided once every other edit is known (`note_change`).
+            Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
         }
         Ok(())
     }
@@ -405,7 +416,7 @@ impl<'a> Planner<'a> {
     }
 
     /// The string a value stands for (empty for a raw value).
-    fn value_of(&self, value: &Value) -> Vec<u8> {
+    pub(super) fn value_of(&self, value: &Value) -> Vec<u8> {
         match value {
             Value::Old(offset) => self.string(*offset).to_vec(),
             Value::New(s) => s.clone(),

@@ -1,0 +1,1 @@
+"""A package whose extension module links a chain of external shared libraries."""

