@@ -136,8 +136,15 @@ OP_KINDS = {
     "set-soname": ["lib"],
     "execstack": EXE_KINDS,
     "add-debug-tag": ["lib"],
+    "clear-symbol-version": EXE_KINDS,
+    "rename-dynamic-symbols": ["pie", "nopie", "lib"],
 }
 OPS = list(OP_KINDS)
+# The renames: in the library, dep_alt takes dep_marker's name (the unedited program then gets
+# dep_alt's marker through the library's rebuilt hash tables); in a program, its dep_marker
+# reference becomes dep_alt, and dep_len libc's strlen (its DEP_1.0 version cleared first).
+LIB_RENAMES = "dep_marker dep_marker_old\ndep_alt dep_marker\n"
+EXE_RENAMES = "dep_marker dep_alt\ndep_len strlen\n"
 
 SHORT_RUNPATH = "$ORIGIN/s"
 LONG_SONAME = "libdep-renamed-with-a-much-longer-soname-" + "q" * 200 + ".so.1"
@@ -255,6 +262,9 @@ def build_common(arch_name: str, adir: str):
          os.path.join(SRC, "dep2.c")],
         [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libextra.so"),
          "-Wl,-soname,libextra.so", os.path.join(SRC, "extra.c")],
+        [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libdepc.so"),
+         "-Wl,-soname,libdep.so", "-Wl,--version-script," + os.path.join(SRC, "depc.map"),
+         os.path.join(SRC, "depc.c")],
         [arch.cc, "-O2", "-fPIC", "-shared", "-o", os.path.join(d, "libprior.so"),
          "-Wl,-soname,libprior.so", os.path.join(SRC, "prior.c")],
     ]
@@ -386,6 +396,13 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
             # Libraries have no DT_DEBUG (programs do): one is added, once however often asked.
             exp.update(debug_tag=True, readelf=["(DEBUG)"])
             return target, prog, [["--add-debug-tag"], ["--add-debug-tag"]], exp
+        if op == "rename-dynamic-symbols":
+            m = os.path.join(casedir, "renames.map")
+            with open(m, "w") as fh:
+                fh.write(LIB_RENAMES)
+            exp.update(dep="DEPR", dynsyms=["dep_marker@@DEP_1.0", "dep_marker_old@@DEP_1.0"],
+                       dynsyms_not=["dep_alt"])
+            return target, prog, [["--rename-dynamic-symbols", m]], exp
         assert op == "set-soname", op
         exp["readelf"] = ["Library soname: [%s]" % LONG_SONAME]
         return target, prog, [["--set-soname", LONG_SONAME]], exp
@@ -437,6 +454,22 @@ def layout_for(op: str, kind: str, casedir: str, cache_variant: str, cache_commo
         shutil.copy2(lib, os.path.join(orig, "libdep.so"))
         steps = [["--set-execstack"], ["--clear-execstack"], ["--set-execstack"]]
         exp.update(dep="DEP1", execstack=True, readelf_lines=[("GNU_STACK", "RWE")])
+    elif op == "clear-symbol-version":
+        # libdepc.so defines dep_marker@DEP_1.0 (DEP1) and the default dep_marker@@DEP_2.0
+        # (DEPC): only the unversioned reference gets DEPC.
+        os.makedirs(orig)
+        shutil.copy2(os.path.join(cache_common, "libdepc.so"), os.path.join(orig, "libdep.so"))
+        steps = [["--clear-symbol-version", "dep_marker"]]
+        exp.update(dep="DEPC", lines=["STUBSTRIP-LEN 1004"], dynsyms=["dep_marker", "dep_len@DEP_1.0"])
+    elif op == "rename-dynamic-symbols":
+        os.makedirs(orig)
+        shutil.copy2(lib, os.path.join(orig, "libdep.so"))
+        m = os.path.join(casedir, "renames.map")
+        with open(m, "w") as fh:
+            fh.write(EXE_RENAMES)
+        steps = [["--clear-symbol-version", "dep_len", "--rename-dynamic-symbols", m]]
+        exp.update(dep="DEPR", lines=["STUBSTRIP-LEN 4"], dynsyms=["dep_alt@DEP_1.0", "strlen"],
+                   dynsyms_not=["dep_marker", "dep_len"])
     elif op in ("print", "fix"):
         # "fix": prior.py's `stubstrip fix` cases, which bring their own steps and expectations.
         os.makedirs(orig)
@@ -550,6 +583,35 @@ def leftovers(elf: elfmini.Elf, s: bytes):
     return {o for o in occurrences(elf.data, s) if not lo <= o < hi}
 
 
+def dynsym_problems(path: str, exp: dict):
+    """The dynamic symbols as readelf finds them through the dynamic section and its hash
+    tables (-D: no section headers needed): names (with versions) that must be there, and base
+    names that must not."""
+    if "dynsyms" not in exp and "dynsyms_not" not in exp:
+        return []
+    try:
+        if not elfmini.read(path).shdrs:
+            # readelf 2.40 lists no dynamic symbol without section headers; the program's
+            # output is the proof there.
+            return []
+    except elfmini.ElfError as e:
+        return ["own ELF reader: %s" % e]
+    rc, out, err = sh(["readelf", "-W", "-D", "--dyn-syms", path])
+    names = set()
+    for line in out.splitlines():
+        f = line.split()
+        # "(N)" after a versioned name is its version index; ppc64 adds a [<localentry>: 8]
+        # column, so the name is counted from the end.
+        if f and f[-1].startswith("(") and f[-1].endswith(")"):
+            f = f[:-1]
+        if len(f) >= 8 and f[0].rstrip(":").isdigit():
+            names.add(f[-1])
+    probs = ["readelf -D --dyn-syms does not show %s" % n for n in exp.get("dynsyms", []) if n not in names]
+    bases = {n.split("@")[0] for n in names}
+    probs += ["readelf -D --dyn-syms still shows %s" % n for n in exp.get("dynsyms_not", []) if n in bases]
+    return probs
+
+
 def expected_output_problems(out: str, rc: int, err: str, exp: dict):
     probs = []
     ran, objs, ctor = program_outcome(out)
@@ -560,6 +622,9 @@ def expected_output_problems(out: str, rc: int, err: str, exp: dict):
         probs.append("program printed %r, expected dep=%s" % (ran, exp["dep"]))
     if "obj" in exp and exp["obj"] not in objs:
         probs.append("%s not among loaded objects %s" % (exp["obj"], objs))
+    for line in exp.get("lines", []):
+        if line not in out.splitlines():
+            probs.append("program did not print %r" % line)
     if exp.get("extra_ctor") and not ctor:
         probs.append("libextra.so constructor did not run")
     if "replaced" in exp:
@@ -729,6 +794,7 @@ def run_case(case: dict):
     for s in exp.get("readelf_not", []):
         if s in rout:
             probs.append(("readelf", "readelf -lWd still shows %s" % s))
+    probs += [("symbols", p) for p in dynsym_problems(target, exp)]
     lint = new_elflint(base["elflint"], elflint_messages(target))
     if lint:
         probs.append(("elflint", "eu-elflint: %s" % clip(" | ".join(lint), 300)))

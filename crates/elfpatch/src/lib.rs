@@ -48,6 +48,7 @@ pub mod apply;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod hash;
 pub mod note;
 pub mod plan;
 pub mod read;
@@ -56,6 +57,7 @@ pub mod resolution;
 #[doc = include_str!("refusals.md")]
 pub mod refusals {}
 pub mod source;
+pub mod symmap;
 pub mod validate;
 
 #[cfg(feature = "fault-injection")]

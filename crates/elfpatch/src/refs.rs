@@ -44,6 +44,28 @@ pub struct SymTable {
     pub max_size: u64,
     /// Index of the `.dynsym` section, if any.
     pub section: Option<usize>,
+    /// The table's bytes (kept for edits that rewrite symbols: renames).
+    pub bytes: Vec<u8>,
+}
+
+/// The header of a `DT_HASH` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysvHashInfo {
+    /// Number of buckets.
+    pub nbucket: u64,
+    /// Number of chain entries (the symbols the table covers).
+    pub nchain: u64,
+    /// Size of one entry: 4, or 8 on 64-bit s390.
+    pub word: u64,
+}
+
+/// The header of a `DT_GNU_HASH` table and how many symbols it covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GnuHashInfo {
+    /// Bucket count, first hashed symbol, bloom size and shift.
+    pub params: crate::hash::GnuParams,
+    /// One past the last hashed symbol (from walking the chains).
+    pub symbols: u64,
 }
 
 /// One `Vernaux` record (a version needed from a file).
@@ -83,6 +105,10 @@ pub struct Tables {
     pub hash: Option<Region>,
     /// `DT_GNU_HASH` table extent.
     pub gnu_hash: Option<Region>,
+    /// `DT_HASH` header, when the table exists.
+    pub hash_info: Option<SysvHashInfo>,
+    /// `DT_GNU_HASH` header and extent in symbols, when the table exists.
+    pub gnu_hash_info: Option<GnuHashInfo>,
     /// `.gnu.version` (`DT_VERSYM`): one version index per dynamic symbol.
     pub versym: Option<(Region, Vec<u16>)>,
     /// `.gnu.version_r` (`DT_VERNEED`) extent and records.
@@ -131,8 +157,10 @@ impl Tables {
         let r = TableReader { src, e, d };
         let sysv = r.sysv_hash()?;
         t.hash = sysv.map(|h| h.region);
+        t.hash_info = sysv.and_then(|h| h.sysv);
         let gnu = r.gnu_hash()?;
         t.gnu_hash = gnu.map(|h| h.region);
+        t.gnu_hash_info = gnu.and_then(|h| h.gnu);
         t.dynsym = r.dynsym(sysv.map(|h| h.symbols), gnu.map(|h| h.symbols))?;
         if t.dynsym.is_none() && d.get(elf::DT_SYMTAB).is_some() {
             // Symbol names we cannot enumerate may point anywhere into the table.
@@ -177,6 +205,8 @@ impl Tables {
 struct HashExtent {
     region: Region,
     symbols: u64,
+    sysv: Option<SysvHashInfo>,
+    gnu: Option<GnuHashInfo>,
 }
 
 /// Reads the tables the dynamic array `d` of `e` points at, one at a time.
@@ -245,6 +275,12 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
         Ok(Some(HashExtent {
             region,
             symbols: nchain,
+            sysv: Some(SysvHashInfo {
+                nbucket,
+                nchain,
+                word: hash_word,
+            }),
+            gnu: None,
         }))
     }
 
@@ -254,9 +290,19 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             return Ok(None);
         };
         let (size, symbols) = walk_gnu_hash(self.src, self.e, r)?;
+        let f = self.e.format;
+        let head = read_range(self.src, r.offset, 16, "DT_GNU_HASH header")?;
+        let params = crate::hash::GnuParams {
+            nbuckets: f.u32(&head[0..]),
+            symoffset: f.u32(&head[4..]),
+            bloom_size: f.u32(&head[8..]),
+            bloom_shift: f.u32(&head[12..]),
+        };
         Ok(Some(HashExtent {
             region: Region { size, ..r },
             symbols,
+            sysv: None,
+            gnu: Some(GnuHashInfo { params, symbols }),
         }))
     }
 
@@ -279,9 +325,21 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
         .into_iter()
         .flatten()
         .max();
-        let (Some(vaddr), Some(count)) = (symtab, count) else {
+        let (Some(vaddr), Some(mut count)) = (symtab, count) else {
             return Ok(None);
         };
+        if section.is_none() {
+            // Without a section header, a GNU table with no hashed symbol (a program exporting
+            // nothing) implies fewer symbols than there are: its undefined symbols lie past
+            // `symoffset`. The relocations name them; take them too where they are mapped.
+            let more = self.relocated_symbols();
+            if more > count
+                && e.vaddr_to_offset(vaddr, more * f.sym_size() as u64)
+                    .is_some()
+            {
+                count = more;
+            }
+        }
         let size = count
             .checked_mul(f.sym_size() as u64)
             .ok_or_else(|| Error::malformed(self.d.offset, "symbol count overflows"))?;
@@ -296,7 +354,47 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             names: syms.iter().map(|s| s.st_name).collect(),
             max_size: syms.iter().map(|s| s.st_size).max().unwrap_or(0),
             section: section.map(|s| s.index),
+            bytes,
         }))
+    }
+
+    /// One past the largest symbol index the dynamic relocation tables name (0 when unknown or
+    /// unreadable: this only ever adds to a count).
+    fn relocated_symbols(&self) -> u64 {
+        let f = self.e.format;
+        let is64 = f.class == crate::Class::Elf64;
+        if is64 && self.e.machine() == elf::EM_MIPS {
+            return 0; // MIPS64's r_info has its own layout.
+        }
+        let word = f.word_size();
+        let rela = u64::from(elf::DT_RELA);
+        let plt_entry = match self.d.get(elf::DT_PLTREL) {
+            Some(t) if t == rela => 3 * word,
+            _ => 2 * word,
+        };
+        let tables = [
+            (elf::DT_RELA, elf::DT_RELASZ, 3 * word),
+            (elf::DT_REL, elf::DT_RELSZ, 2 * word),
+            (elf::DT_JMPREL, elf::DT_PLTRELSZ, plt_entry),
+        ];
+        let mut max = 0;
+        for (addr_tag, size_tag, entry) in tables {
+            let (Some(vaddr), Some(size)) = (self.d.get(addr_tag), self.d.get(size_tag)) else {
+                continue;
+            };
+            let Some(offset) = self.e.vaddr_to_offset(vaddr, size) else {
+                continue;
+            };
+            let Ok(bytes) = read_range(self.src, offset, size, "relocations") else {
+                continue;
+            };
+            for r in bytes.chunks_exact(entry as usize) {
+                let info = f.word(&r[word as usize..]);
+                let sym = if is64 { info >> 32 } else { info >> 8 };
+                max = max.max(sym + 1);
+            }
+        }
+        max
     }
 
     /// `.gnu.version`: one entry for each of the `symbols` dynamic symbols.

@@ -74,6 +74,8 @@ impl Model {
                 }
                 Edit::SetSoname(v) => self.soname = Some(s(v)),
                 Edit::SetInterpreter(v) => self.interpreter = Some(s(v)),
+                // Not generated here: symbol edits change nothing this model describes.
+                Edit::ClearSymbolVersion(_) | Edit::RenameDynamicSymbols(_) => {}
                 // The note is none of what this model follows (tests/note.rs covers it).
                 Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
                 // Not in the model: header and flag edits leave what it holds alone.

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 extern const char *dep_marker(void);
+extern unsigned long dep_len(const char *);
 
 static int print_object(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
@@ -17,6 +18,8 @@ static int print_object(struct dl_phdr_info *info, size_t size, void *data) {
 
 int main(void) {
     printf("STUBSTRIP-RAN dep=%s\n", dep_marker());
+    /* 1004 from libdep; 4 once the symbol is renamed to libc's strlen. */
+    printf("STUBSTRIP-LEN %lu\n", dep_len("abcd"));
     dl_iterate_phdr(print_object, 0);
     return 0;
 }

@@ -283,6 +283,15 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
     if a.add_debug_tag {
         edits.push(Edit::AddDebugTag);
     }
+    // patchelf's order: versions cleared (by the old names), then the renames.
+    edits.extend(
+        a.clear_symbol_version
+            .iter()
+            .map(|n| Edit::ClearSymbolVersion(n.clone())),
+    );
+    if let Some(map) = &a.rename_symbols {
+        edits.push(Edit::RenameDynamicSymbols(map.clone()));
+    }
     let opts = Options {
         page_size: a.page_size,
         ..Options::default()

@@ -18,7 +18,7 @@ use object::elf;
 use super::contents::{
     section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
 };
-use super::edits::{Desired, Entry, VerneedEdits};
+use super::edits::{Desired, Entry, SymbolEdits, VerneedEdits};
 use super::header::NewTable;
 use super::note_edit::NoteChange;
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
@@ -38,6 +38,8 @@ pub(super) struct Builder<'p, 'a> {
     pub(super) verneed_edits: VerneedEdits,
     /// The new interpreter path, when it changes.
     pub(super) interp: Option<Vec<u8>>,
+    /// Renamed symbols and cleared versions.
+    pub(super) symbols: SymbolEdits,
     /// What becomes of the resolution-cache note.
     pub(super) note: NoteChange,
     /// The identification bytes and program headers the header edits ask for.
@@ -52,6 +54,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             entries: desired.entries,
             verneed_edits: desired.verneed,
             interp: desired.interp,
+            symbols: desired.symbols,
             note: desired.note,
             table,
             writes: Vec::new(),
@@ -69,8 +72,14 @@ impl<'p, 'a> Builder<'p, 'a> {
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
         let planner = self.planner;
-        let strings = planner.place_strings(&self.entries, &self.verneed_edits, &records_before);
-        let versions = planner.new_versions(&self.verneed_edits, records_before, &strings);
+        let strings = planner.place_strings(
+            &self.entries,
+            &self.verneed_edits,
+            &records_before,
+            &self.symbols,
+        );
+        let versions =
+            planner.new_versions(&self.verneed_edits, records_before, &strings, &self.symbols);
         update_version_entries(&mut self.entries, &self.verneed_edits, &versions);
 
         let entries_changed = self.planner.dynamic_changed(&self.entries);
@@ -82,7 +91,10 @@ impl<'p, 'a> Builder<'p, 'a> {
         // Program headers the edits add fit when zeros follow the table (a PT_NULL entry is
         // already in the table).
         let table_fits = self.planner.table_grows_in_place(&self.table);
-        let fits = !strings.alloc.grows()
+        // Renamed symbols always go the appended way: the symbol table, both hash tables and the
+        // strings change together, so they are written as copies and switched to in one write.
+        let fits = self.symbols.renames.is_empty()
+            && !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
             && interp_fits
             && self.planner.note_fits(&self.note)

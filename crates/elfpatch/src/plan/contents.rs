@@ -7,7 +7,7 @@
 
 use object::elf;
 
-use super::edits::{Entry, Value, VerneedEdits};
+use super::edits::{Entry, SymbolEdits, Value, VerneedEdits};
 use super::strings::{self, Allocation, Range, Request};
 use super::tags::is_movable_pointer_tag;
 use super::Planner;
@@ -22,6 +22,8 @@ pub(super) struct NewStrings {
     pub(super) entry_requests: Vec<Option<usize>>,
     /// For each renamed version need record: the record's index and its request index.
     pub(super) record_requests: Vec<RecordRequest>,
+    /// For each renamed symbol: its index and its request index.
+    pub(super) symbol_requests: Vec<(usize, usize)>,
     /// The bytes of the table that references covered before the edit (sorted, merged).
     pub(super) covered_before: Vec<Range>,
     /// Whether some placement overwrites bytes referenced before the edit.
@@ -52,6 +54,10 @@ pub(super) struct NewVersions {
 /// Where the tables the dynamic array points to end up.
 pub(super) struct TableAddresses {
     pub(super) strtab: u64,
+    /// The symbol table and hash tables, when rewritten (renames).
+    pub(super) dynsym: Option<u64>,
+    pub(super) hash: Option<u64>,
+    pub(super) gnu_hash: Option<u64>,
     pub(super) verneed: Option<u64>,
     pub(super) versym: Option<u64>,
     pub(super) dynamic: u64,
@@ -75,6 +81,7 @@ impl Planner<'_> {
         entries: &[Entry],
         edits: &VerneedEdits,
         records: &[VerneedEntry],
+        symbols: &SymbolEdits,
     ) -> NewStrings {
         let elf = self.elf;
         let tables = self.tables;
@@ -110,6 +117,11 @@ impl Planner<'_> {
                 request: request_of(&r.name, Some(u64::from(records[r.record].file))),
             })
             .collect();
+        let symbol_requests: Vec<(usize, usize)> = symbols
+            .renames
+            .iter()
+            .map(|(i, name)| (*i, request_of(name, None)))
+            .collect();
 
         let strtab = strtab_or_empty(elf);
         let before: Vec<u64> = elf
@@ -130,12 +142,20 @@ impl Planner<'_> {
                 _ => None,
             })
             .collect();
-        after.extend(
-            tables
-                .dynsym
+        // A renamed symbol's old name is no longer its reference (other referrers keep theirs).
+        let renamed = |i: usize| {
+            symbols
+                .renames
+                .binary_search_by_key(&i, |(j, _)| *j)
+                .is_ok()
+        };
+        after.extend(tables.dynsym.iter().flat_map(|s| {
+            s.names
                 .iter()
-                .flat_map(|s| s.names.iter().map(|&n| u64::from(n))),
-        );
+                .enumerate()
+                .filter(move |(i, _)| !renamed(*i))
+                .map(|(_, &n)| u64::from(n))
+        }));
         for (i, record) in records.iter().enumerate() {
             if edits.removals.contains(&i) {
                 continue;
@@ -162,6 +182,7 @@ impl Planner<'_> {
             alloc,
             entry_requests,
             record_requests,
+            symbol_requests,
             covered_before,
             live_writes,
             new_size,
@@ -174,20 +195,28 @@ impl Planner<'_> {
         edits: &VerneedEdits,
         mut entries: Vec<VerneedEntry>,
         strings: &NewStrings,
+        symbols: &SymbolEdits,
     ) -> NewVersions {
         let gone: Vec<u16> = edits
             .removals
             .iter()
             .flat_map(|&i| entries[i].aux.iter().map(|a| a.other & 0x7fff))
             .collect();
-        let versym = if gone.is_empty() {
+        let cleared = &symbols.cleared;
+        let versym = if gone.is_empty() && cleared.is_empty() {
             None
         } else {
             self.tables.versym.as_ref().and_then(|(_, old)| {
-                let new: Vec<u16> = old
+                let mut new: Vec<u16> = old
                     .iter()
                     .map(|&v| if gone.contains(&(v & 0x7fff)) { 1 } else { v })
                     .collect();
+                // patchelf writes VER_NDX_GLOBAL, hidden bit included.
+                for &i in cleared {
+                    if let Some(v) = new.get_mut(i) {
+                        *v = 1;
+                    }
+                }
                 (new != *old).then_some(new)
             })
         };
@@ -239,6 +268,9 @@ impl Planner<'_> {
                 elf::DT_STRSZ => strings.new_size,
                 elf::DT_VERNEED => at.verneed.unwrap_or_else(|| relocate(x.val)),
                 elf::DT_VERSYM => at.versym.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_SYMTAB => at.dynsym.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_HASH => at.hash.unwrap_or_else(|| relocate(x.val)),
+                elf::DT_GNU_HASH => at.gnu_hash.unwrap_or_else(|| relocate(x.val)),
                 _ if is_movable_pointer_tag(x.tag) => relocate(x.val),
                 _ => x.val,
             };

@@ -68,6 +68,22 @@ impl VerneedEdits {
     }
 }
 
+/// Changes to the dynamic symbols.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SymbolEdits {
+    /// (symbol index, new name), one per renamed symbol, sorted by index.
+    pub(super) renames: Vec<(usize, Vec<u8>)>,
+    /// Indices of the symbols whose version becomes global.
+    pub(super) cleared: Vec<usize>,
+}
+
+impl SymbolEdits {
+    /// Whether no symbol changes.
+    pub(super) fn is_empty(&self) -> bool {
+        self.renames.is_empty() && self.cleared.is_empty()
+    }
+}
+
 /// What the file should say once the edits are applied.
 #[derive(Clone, Debug)]
 pub(super) struct Desired {
@@ -77,6 +93,8 @@ pub(super) struct Desired {
     pub(super) verneed: VerneedEdits,
     /// The new interpreter path, when an edit sets one.
     pub(super) interp: Option<Vec<u8>>,
+    /// Renamed symbols and cleared versions.
+    pub(super) symbols: SymbolEdits,
     /// What becomes of the resolution-cache note.
     pub(super) note: NoteChange,
     /// What changes in the file header and the program headers.
@@ -97,6 +115,7 @@ impl<'a> Planner<'a> {
             entries: self.original_entries(),
             verneed: VerneedEdits::default(),
             interp: None,
+            symbols: SymbolEdits::default(),
             note: NoteChange::Keep,
             header: HeaderEdits::default(),
         };
@@ -205,6 +224,8 @@ impl<'a> Planner<'a> {
                 }
                 desired.interp = Some(s.clone());
             }
+            Edit::ClearSymbolVersion(name) => self.clear_version(&mut desired.symbols, name),
+            Edit::RenameDynamicSymbols(map) => self.rename_symbols(&mut desired.symbols, map)?,
             // Decided once every other edit is known (`note_change`).
             Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
             Edit::SetOsAbi(abi) => desired.header.os_abi = Some(*abi),
@@ -216,6 +237,58 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The name of dynamic symbol `i` after the renames so far.
+    fn symbol_name(&self, symbols: &SymbolEdits, i: usize, st_name: u32) -> Vec<u8> {
+        match symbols.renames.iter().find(|(j, _)| *j == i) {
+            Some((_, name)) => name.clone(),
+            None => self.string(u64::from(st_name)).to_vec(),
+        }
+    }
+
+    fn dynsym_names(&self) -> &'a [u32] {
+        self.tables
+            .dynsym
+            .as_ref()
+            .map(|s| s.names.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// patchelf's `--clear-symbol-version`: every symbol of that name, defined or not.
+    fn clear_version(&self, symbols: &mut SymbolEdits, name: &[u8]) {
+        for (i, &st_name) in self.dynsym_names().iter().enumerate() {
+            if self.symbol_name(symbols, i, st_name) == name && !symbols.cleared.contains(&i) {
+                symbols.cleared.push(i);
+            }
+        }
+    }
+
+    /// Renames every dynamic symbol (but the null symbol) whose current name the map lists.
+    fn rename_symbols(&self, symbols: &mut SymbolEdits, map: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
+        for (_, new) in map {
+            check_name(new, "symbol name")?;
+            if new.is_empty() {
+                return Err(Error::invalid("empty symbol name"));
+            }
+        }
+        let mut renames = Vec::new();
+        for (i, &st_name) in self.dynsym_names().iter().enumerate().skip(1) {
+            let current = self.symbol_name(symbols, i, st_name);
+            let Some((_, new)) = map.iter().find(|(old, _)| *old == current) else {
+                continue;
+            };
+            renames.push((i, new.clone()));
+        }
+        for (i, new) in renames {
+            symbols.renames.retain(|(j, _)| *j != i);
+            let original = self.string(u64::from(self.dynsym_names()[i]));
+            if new != original {
+                symbols.renames.push((i, new));
+            }
+        }
+        symbols.renames.sort_by_key(|(i, _)| *i);
         Ok(())
     }
 

@@ -71,6 +71,9 @@ impl Builder<'_, '_> {
         if let (Some(dynamic), true) = (elf.dynamic.as_ref(), entries_changed) {
             let at = TableAddresses {
                 strtab: strtab.vaddr,
+                dynsym: None,
+                hash: None,
+                gnu_hash: None,
                 verneed: None,
                 versym: None,
                 dynamic: dynamic.vaddr,

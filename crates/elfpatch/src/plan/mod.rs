@@ -27,6 +27,7 @@ mod in_place;
 mod note_edit;
 mod preflight;
 pub mod strings;
+mod symbols;
 mod tags;
 #[cfg(test)]
 mod testing;
@@ -72,6 +73,15 @@ pub enum Edit {
     SetSoname(Vec<u8>),
     /// Set the `PT_INTERP` path.
     SetInterpreter(Vec<u8>),
+    /// Give every dynamic symbol with this name the global version (`.gnu.version` index 1, as
+    /// patchelf's `--clear-symbol-version`): an undefined symbol then binds to the default
+    /// version of whatever defines it. Nothing moves.
+    ClearSymbolVersion(Vec<u8>),
+    /// Rename dynamic symbols, defined and undefined: each symbol whose current name is a first
+    /// element gets the second. Symbols keep their indices (relocations and `.gnu.version` stay as
+    /// they are); the new names go into the string table and the hash tables are rebuilt, all
+    /// appended (see [`crate::hash`]).
+    RenameDynamicSymbols(Vec<(Vec<u8>, Vec<u8>)>),
     /// Set the descriptor of the resolution-cache note ([`crate::note`]), adding the note (with a
     /// `PT_NOTE` and, when the file has section headers, a `.note.nixos.ldcache` section) when
     /// the file has none. The bytes must parse as a descriptor
@@ -324,10 +334,11 @@ impl<'a> Planner<'a> {
             && !interp_changed
             && note_unchanged
             && !header_changed
+            && desired.symbols.is_empty()
         {
             return Ok(unchanged);
         }
-        if dynamic_changed || !desired.verneed.is_empty() {
+        if dynamic_changed || !desired.verneed.is_empty() || !desired.symbols.renames.is_empty() {
             self.check_dynamic_editable()?;
         }
         if !interp_changed {

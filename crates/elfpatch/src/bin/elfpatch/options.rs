@@ -119,6 +119,10 @@ pub struct Args {
     pub no_default_lib: bool,
     /// `--add-debug-tag`.
     pub add_debug_tag: bool,
+    /// `--clear-symbol-version`, in command-line order.
+    pub clear_symbol_version: Vec<Vec<u8>>,
+    /// The pairs of every `--rename-dynamic-symbols` map file, in order (None: no such option).
+    pub rename_symbols: Option<elfpatch::symmap::Pairs>,
     /// `--page-size`, a power of two.
     pub page_size: Option<u64>,
     /// `--build-resolution-cache`: write the note after the other edits.
@@ -154,6 +158,8 @@ impl Args {
             || !self.add_needed.is_empty()
             || !self.remove_needed.is_empty()
             || !self.replace_needed.is_empty()
+            || !self.clear_symbol_version.is_empty()
+            || self.rename_symbols.is_some()
             || self.build_resolution_cache
             || self.set_os_abi.is_some()
             || self.set_execstack
@@ -539,6 +545,35 @@ pub const OPTIONS: &[Opt] = &[
         },
     },
     Opt {
+        name: "--clear-symbol-version",
+        aliases: &[],
+        args: &["SYMBOL"],
+        complete: Complete::Text,
+        at_file: true,
+        repeats: true,
+        help: "give the dynamic symbols named SYMBOL the global version in .gnu.version",
+        set: |a, v| {
+            a.clear_symbol_version.push(one(v));
+            Ok(())
+        },
+    },
+    Opt {
+        name: "--rename-dynamic-symbols",
+        aliases: &[],
+        args: &["MAP_FILE"],
+        complete: Complete::File,
+        at_file: false,
+        repeats: true,
+        help: "rename dynamic symbols, defined and undefined: MAP_FILE has one `OLD NEW` pair per line (patchelf's format)",
+        set: |a, v| {
+            let file = PathBuf::from(OsString::from_vec(one(v)));
+            let text = std::fs::read(&file)
+                .map_err(|e| format!("cannot open map file {}: {e}", file.display()))?;
+            let map = a.rename_symbols.get_or_insert_with(Vec::new);
+            elfpatch::symmap::parse_into(&text, map).map_err(|e| format!("{}:{e}", file.display()))
+        },
+    },
+    Opt {
         name: "--print-needed",
         aliases: &[],
         args: &[],
@@ -897,6 +932,8 @@ mod tests {
                 "--add-rpath",
                 "--add-needed",
                 "--remove-needed",
+                // patchelf passes it through resolveArgument too.
+                "--clear-symbol-version",
                 "--output"
             ]
         );

@@ -32,6 +32,7 @@ use super::contents::{
 };
 use super::note_edit::NoteChange;
 use super::strings::{self, Range};
+use super::symbols::SymbolTables;
 use super::{Data, Layout, Phase, Plan, SectionMove};
 use crate::error::Result;
 use crate::format::{Dyn, Shdr};
@@ -54,6 +55,8 @@ struct Selection {
     verneed_bytes: Option<Vec<u8>>,
     /// Slots of the moved dynamic array.
     dynamic_capacity: usize,
+    /// The symbol and hash tables after renames: they move, rewritten.
+    symbols: Option<SymbolTables>,
 }
 
 /// A contiguous range moved, unchanged, from after the program headers to the new segment.
@@ -233,8 +236,14 @@ impl Builder<'_, '_> {
         let versym = versions.versym.is_some() && tables.versym.is_some();
         let block_moves_tables =
             block.is_some_and(|b| self.planner.dynamic_refs_in(b.start, b.end));
+        let symbols = self.symbol_tables(strings)?;
         let dynamic = elf.dynamic.is_some()
-            && (entries_changed || copy_strtab || verneed || versym || block_moves_tables);
+            && (entries_changed
+                || copy_strtab
+                || verneed
+                || versym
+                || block_moves_tables
+                || symbols.is_some());
         if dynamic {
             self.planner.check_dynamic_editable()?;
         }
@@ -252,6 +261,7 @@ impl Builder<'_, '_> {
             // Never smaller than before: a `_DYNAMIC` symbol's size (gold sets it) must still fit.
             dynamic_capacity: (self.entries.len() + 1 + self.planner.opts.dynamic_spare)
                 .max(capacity),
+            symbols,
         })
     }
 
@@ -292,6 +302,21 @@ impl Builder<'_, '_> {
         if let (true, Some(new)) = (selection.versym, &versions.versym) {
             items.push(Item::new(ItemKind::Versym, 2 * new.len() as u64, 2));
         }
+        if let Some(symbols) = &selection.symbols {
+            let word = format.word_size();
+            items.push(Item::new(
+                ItemKind::DynSym,
+                symbols.dynsym.len() as u64,
+                word,
+            ));
+            if let Some(hash) = &symbols.hash {
+                let entry = self.planner.tables.hash_info.map_or(4, |h| h.word);
+                items.push(Item::new(ItemKind::Hash, hash.len() as u64, entry));
+            }
+            if let Some(gnu) = &symbols.gnu_hash {
+                items.push(Item::new(ItemKind::GnuHash, gnu.len() as u64, word));
+            }
+        }
         if selection.dynamic {
             let size = (selection.dynamic_capacity * format.dyn_size()) as u64;
             items.push(Item::new(ItemKind::Dynamic, size, format.word_size()));
@@ -311,6 +336,9 @@ impl Builder<'_, '_> {
             strtab: segment
                 .item(ItemKind::StrTab)
                 .map_or_else(|| segment.relocate(strtab.vaddr), |item| item.vaddr),
+            dynsym: segment.item(ItemKind::DynSym).map(|item| item.vaddr),
+            hash: segment.item(ItemKind::Hash).map(|item| item.vaddr),
+            gnu_hash: segment.item(ItemKind::GnuHash).map(|item| item.vaddr),
             verneed: segment.item(ItemKind::Verneed).map(|item| item.vaddr),
             versym: segment.item(ItemKind::Versym).map(|item| item.vaddr),
             dynamic: segment.item(ItemKind::Dynamic).map_or_else(
@@ -419,6 +447,22 @@ impl Builder<'_, '_> {
             let bytes: Vec<u8> = new.iter().flat_map(|&x| format.put_u16(x)).collect();
             self.push_bytes(item.offset, bytes, Phase::Stage, "symbol versions");
         }
+        if let Some(symbols) = &selection.symbols {
+            let tables = [
+                (ItemKind::DynSym, Some(&symbols.dynsym), "dynamic symbols"),
+                (ItemKind::Hash, symbols.hash.as_ref(), "hash table"),
+                (
+                    ItemKind::GnuHash,
+                    symbols.gnu_hash.as_ref(),
+                    "GNU hash table",
+                ),
+            ];
+            for (kind, bytes, what) in tables {
+                if let (Some(item), Some(bytes)) = (segment.item(kind), bytes) {
+                    self.push_bytes(item.offset, bytes.clone(), Phase::Stage, what);
+                }
+            }
+        }
         if let Some(item) = segment.item(ItemKind::Dynamic) {
             let bytes = encode_dynamic(format, final_dynamic, selection.dynamic_capacity);
             self.push_bytes(item.offset, bytes, Phase::Stage, "dynamic section");
@@ -505,6 +549,21 @@ impl Builder<'_, '_> {
                 ItemKind::Versym,
                 section_at(elf, elf::SHT_GNU_VERSYM, versym_region),
                 ".gnu.version",
+            ),
+            (
+                ItemKind::DynSym,
+                tables.dynsym.as_ref().and_then(|s| s.section),
+                ".dynsym",
+            ),
+            (
+                ItemKind::Hash,
+                section_at(elf, elf::SHT_HASH, tables.hash),
+                ".hash",
+            ),
+            (
+                ItemKind::GnuHash,
+                section_at(elf, elf::SHT_GNU_HASH, tables.gnu_hash),
+                ".gnu.hash",
             ),
             (
                 ItemKind::Dynamic,

@@ -31,6 +31,9 @@ pub(in crate::plan) enum ItemKind {
     Interp,
     Verneed,
     Versym,
+    DynSym,
+    Hash,
+    GnuHash,
     Dynamic,
     /// The resolution-cache note.
     Note,
