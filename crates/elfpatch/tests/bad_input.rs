@@ -419,7 +419,7 @@ fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
         .shdr
         .sh_offset as usize;
     let gnu_hash = elf.section_by_name(b".gnu.hash").unwrap().shdr.sh_offset as usize;
-    let cases: [(&str, usize, usize, u64, &str); 6] = [
+    let cases: [(&str, usize, usize, u64, &str); 7] = [
         (
             "names-past-end",
             shdr_field(&bytes, shstrndx, 32),
@@ -447,6 +447,13 @@ fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
             4,
             0x7fff_ffff,
             "string table index out of bounds",
+        ),
+        (
+            "gnu-hash-buckets",
+            gnu_hash,
+            4,
+            0,
+            "hash table header out of range",
         ),
         (
             "gnu-hash-maskwords",
