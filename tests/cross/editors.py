@@ -28,7 +28,9 @@ def tool_version(path: str) -> str | None:
 
 def _patchelf_019(path: str) -> str | None:
     v = tool_version(path)
-    if v and re.match(r"patchelf 0\.19(\.|$)", v):
+    # elfpatch installed as `patchelf` answers "patchelf 0.19.3 (elfpatch ...)": never take it
+    # for the reference it is compared with.
+    if v and re.match(r"patchelf 0\.19(\.|$)", v) and "elfpatch" not in v:
         return v
     return None
 

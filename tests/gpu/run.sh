@@ -13,7 +13,14 @@
 # 4. does the same through the setup hook itself: a derivation built by the tests/hook emulation
 #    of stdenv, with an autoPatchelf-like hook that writes the stub directory into RUNPATH and the
 #    stubstrip hook (substituted as makeSetupHook would) replacing it;
-# 5. prints `N passed, M failed` (exit status 1 if any failed).
+# 5. gives a third build a resolution-cache note (patchelf 0.19.3's --build-resolution-cache:
+#    PATCHELF, else a patchelf 0.19.3 on PATH, else elfpatch's byte-identical one) that pins
+#    NVIDIA's stub, and shows `stubstrip check` failing on it, `explain` and `audit` finding the
+#    stub through the note, `stubstrip fix` rewriting it (no stub bytes left in the note or
+#    .dynstr; nvcc's own copy of its link command line keeps `-L<stub dir>`), idempotent, and the
+#    program running. This machine's glibc ignores the note (only nixpkgs PR #535735's patched
+#    glibc reads it), so the run proves the rewrite and the checks, not a load through the note;
+# 6. prints `N passed, M failed` (exit status 1 if any failed).
 #
 # Needs: nvcc, NVIDIA's stubs, a driver, readelf, and release builds of stubstrip and elfpatch
 # (STUBSTRIP / ELFPATCH, default target/release/*: build them elsewhere and carry them; nothing is
@@ -103,6 +110,81 @@ check "stubstrip check passes" "$STUBSTRIP" check "$W/cli"
 check "after: the program finds the GPU and computes the right answer" \
   runApp "$W/cli/bin/app" 0 "vector add: OK"
 again=$("$STUBSTRIP" fix --driver-link "$driverLink" "$W/cli" 2>&1)
+check "a second stubstrip fix rewrites nothing" grep -q "0 of 2 ELF files rewritten" <<<"$again"
+
+######################################################################
+section "a resolution-cache note that pins NVIDIA's stub"
+if [[ -n ${PATCHELF:-} ]]; then notePatchelf=$PATCHELF
+elif command -v patchelf >/dev/null && patchelf --version | grep -q '0\.19\.3'; then notePatchelf=patchelf
+else notePatchelf=$ELFPATCH; fi
+echo "note written by: $notePatchelf ($("$notePatchelf" --version 2>&1 | head -1))"
+mkdir -p "$W/note/bin" "$W/note/lib"
+noteFiles=("$W/note/bin/app" "$W/note/lib/libvecadd.so")
+check "nvcc builds the note case with the stub directory in RUNPATH" \
+  buildAll "$W/note" "$stubDir" "$W/note/lib:$stubDir"
+check "--build-resolution-cache writes a note into both files" "$notePatchelf" --build-resolution-cache "${noteFiles[@]}"
+noteOf() { readelf -x .note.nixos.ldcache "$1" 2>/dev/null | sed -n 's/^  0x[0-9a-f]* \(.\{35\}\) *//p' | tr -d '\n'; echo; }
+noStubBytes() { ! grep -a -q -- "-cuda_cudart-13.0-stubs" "$@"; }
+checkFails() { ! "$STUBSTRIP" check "$@" >/dev/null 2>&1; }
+haveNote() { local f; for f in "$@"; do readelf -n "$f" | grep -q NixOS || return 1; done; }
+auditClean() { ! "$STUBSTRIP" audit "$@" 2>&1 | grep -Eq "SS0(01|09)"; }
+pinsStub() { local f; for f in "$@"; do grep -a -q -- "=$stubDir/libcuda.so.1" "$f" || return 1; done; }
+for f in "${noteFiles[@]}"; do echo "    ${f#"$W"/} note: $(noteOf "$f" | sed "s|$W|\$W|g")"; done
+check "the note pins the stub: =$stubDir/libcuda.so.1" pinsStub "${noteFiles[@]}"
+# nvcc keeps its device-link command line (`-L<stub dir>` included) in the files' bytes, which no
+# run-path tool touches: the check is on the note and the dynamic string table, and what is
+# left elsewhere is printed.
+noStubInNoteOrDynstr() {
+  local f
+  for f in "$@"; do
+    objcopy --dump-section .note.nixos.ldcache="$W/sec.note" --dump-section .dynstr="$W/sec.dynstr" \
+      "$f" "$W/sec.elf" || return 2
+    noStubBytes "$W/sec.note" "$W/sec.dynstr" || return 1
+  done
+}
+stubBytesInNote() { # (1: stub bytes found; 2, objcopy failing, is no proof)
+  noStubInNoteOrDynstr "$@"
+  [[ $? == 1 ]]
+}
+check "before: the note and .dynstr hold the stub's bytes" stubBytesInNote "${noteFiles[@]}"
+# What a fix that forgets the note leaves: RUNPATH fixed, the note still pinning the stub.
+explainNote() { # FILE WANT-PREFIX [ARGS...]: libcuda.so.1 resolves under WANT-PREFIX
+  local f=$1 want=$2
+  shift 2
+  "$STUBSTRIP" explain --json --ld-library-path '' "$@" "$f" >"$W/note.json" 2>/dev/null
+  python3 - "$W/note.json" "$want" <<'PYEOF'
+import json, sys
+v = json.load(open(sys.argv[1]))
+l = next(l for l in v["lookups"] if l["name"] == "libcuda.so.1" and l["result"] == "loaded")
+print("    libcuda.so.1 =>", l["path"], "via", l["found_via"], "STUB" if l["stub"] else "")
+sys.exit(0 if l["path"].startswith(sys.argv[2]) else 1)
+PYEOF
+}
+check "explain (patched glibc) finds the stub through the note" explainNote "$W/note/bin/app" "$stubDir/"
+check "before: stubstrip check fails on the note" checkFails "$W/note"
+auditOut=$("$STUBSTRIP" audit "$W/note" 2>&1)
+printf '%s\n' "$auditOut" | sed "s|$W|\$W|g; s/^/    | /" | grep -E 'SS0(01|09)' | cut -c1-200
+check "before: audit reports the note pinning the stub (SS009)" grep -q 'SS009' <<<"$auditOut"
+fixOut=$("$STUBSTRIP" fix -v --driver-link "$driverLink" "$W/note" 2>&1)
+printf '%s\n' "$fixOut" | sed "s|$W|\$W|g; s/^/    | /"
+for f in "${noteFiles[@]}"; do echo "    ${f#"$W"/} note: $(noteOf "$f" | sed "s|$W|\$W|g")"; done
+runpaths "${noteFiles[@]}"
+check "after: no stub bytes in the note or .dynstr" noStubInNoteOrDynstr "${noteFiles[@]}"
+for f in "${noteFiles[@]}"; do # where any are left, by section
+  grep -a -b -o -- "[^[:cntrl:]]*-cuda_cudart-13.0-stubs[^[:cntrl:]]*" "$f" | cut -c1-160 | sed "s|$W|\$W|g; s|^|    ${f#"$W"/} at byte |"
+done
+for f in "$W/cli/bin/app" "$W/cli/lib/libvecadd.so"; do # the same without a note, fixed above
+  n=$(grep -a -c -- "-cuda_cudart-13.0-stubs" "$f")
+  echo "    ${f#"$W"/} (no note, fixed above): $n lines with stub bytes"
+done
+check "after: the note is still there" haveNote "${noteFiles[@]}"
+check "after: RUNPATH has the driver link and no stub entry" fixedOk "${noteFiles[@]}"
+check "after: stubstrip check passes" "$STUBSTRIP" check "$W/note"
+check "after: explain (patched glibc) finds the driver link" explainNote "$W/note/bin/app" "$driverLink/"
+check "after: audit has no SS009 and no SS001" auditClean "$W/note"
+check "after: the program finds the GPU (this glibc ignores the note: RUNPATH decides)" \
+  runApp "$W/note/bin/app" 0 "vector add: OK"
+again=$("$STUBSTRIP" fix --driver-link "$driverLink" "$W/note" 2>&1)
 check "a second stubstrip fix rewrites nothing" grep -q "0 of 2 ELF files rewritten" <<<"$again"
 
 ######################################################################

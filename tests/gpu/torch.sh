@@ -19,6 +19,10 @@
 # 5. imports torch again: the GPU is found and a matrix product on it matches the CPU's;
 # 6. checks that the installed torch is unchanged; prints `N passed, M failed`.
 #
+# Before and after the fix, `stubstrip explain` of libtorch_cuda.so must show libcuda.so.1 as
+# libcudart's dlopen (the model's NVIDIA table: libtorch_cuda never names libcuda.so.1 in
+# DT_NEEDED), resolving to the stub before the fix and to the driver link after.
+#
 # Needs: a Python with torch built for CUDA (TORCH_PYTHON, default python3), NVIDIA's stub
 # libcuda.so (CUDA_STUB, default: found under the CUDA toolkit), a driver, readelf, and release
 # builds of stubstrip and elfpatch (STUBSTRIP / ELFPATCH, default target/release/*). The log is
@@ -124,6 +128,35 @@ whence() {
   rm -f "$W"/ld.*
 }
 
+# `stubstrip explain` of libtorch_cuda.so: the dlopen of libcuda.so.1 by libcudart (however it is
+# resolved: found by libcudart's own RUNPATH, or the object an earlier dlopen of the same name
+# loaded) must land under WANT. Prints the explain lines about libcuda.so.1.
+torchCuda=$(cd "$W/site" && find . -type f -name libtorch_cuda.so | head -1)
+explainCuda() { # WANT
+  "$STUBSTRIP" explain --ld-library-path '' "$W/site/$torchCuda" >"$W/explain.txt" 2>&1
+  grep -A1 'dlopen libcuda\.so\.1 => .*\[RUNPATH' "$W/explain.txt" | sed "s|$W|\$W|g; s/^/    | /" | cut -c1-220 | head -6
+  "$STUBSTRIP" explain --json --ld-library-path '' "$W/site/$torchCuda" >"$W/explain.json" 2>/dev/null
+  "$PY" - "$W/explain.json" "$1" <<'PYEOF'
+import json, sys
+v = json.load(open(sys.argv[1]))
+want = sys.argv[2]
+hits = [l for l in v["lookups"]
+        if l["name"] == "libcuda.so.1" and l.get("dlopen_known_from")
+        and l["requested_by"].rsplit("/", 1)[-1].startswith("libcudart")]
+for l in hits:
+    print("    libcudart's dlopen(libcuda.so.1):", l["result"], l["path"], l.get("found_via"),
+          "STUB" if l["stub"] else "")
+# Some dlopen by libcudart loads it, found by libcudart's own RUNPATH; every one lands under want.
+found = [l for l in hits if l["result"] == "loaded" and l.get("found_via") == "RUNPATH"
+         and l["search_list_of"].rsplit("/", 1)[-1].startswith("libcudart")]
+sys.exit(0 if found and all((l["path"] or "").startswith(want) for l in hits) else 1)
+PYEOF
+}
+[[ -n $torchCuda ]] || die "no libtorch_cuda.so in the copy"
+
+section "before: stubstrip explain $torchCuda"
+check "explain shows libcudart's dlopen of libcuda.so.1 resolving to the stub" explainCuda "$stubDir/"
+
 section "before: torch from the copy"
 before=$(py_copy)
 rc=$?
@@ -149,6 +182,9 @@ for t in "${targets[@]}"; do
   [[ $rp == "$driverLink"* && $rp != *stubs* ]] || ok=0
 done
 check "every edited RUNPATH starts with the driver link and holds no stub directory" test "$ok" = 1
+
+section "after: stubstrip explain $torchCuda"
+check "explain shows libcudart's dlopen of libcuda.so.1 resolving to the driver link" explainCuda "$driverLink/"
 
 section "after: torch from the copy"
 after=$(py_copy)

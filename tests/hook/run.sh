@@ -420,6 +420,32 @@ cp "$out/share/testdata/corrupt.elf" "$TMPDIR/corrupt.orig"'
   cmp -s "$D/out/share/testdata/corrupt.elf" "$D/tmp/corrupt.orig" || fail "the fixture changed"
 }
 
+# A package's own postInstall notes its library with patchelf 0.19's
+# --build-resolution-cache while the stub directory is its run path: the note
+# (.note.nixos.ldcache) pins libcuda.so.1 in the stubs, and a loader that reads
+# it would load the stub whatever RUNPATH says. The hook rewrites the note with
+# the run path: libcuda.so.1 is searched in the driver link, and no stub store
+# path is left in the file.
+noteCase() { # MODE
+  if ! patchelf --version | grep -q '^patchelf 0\.19\.'; then
+    echo "needs patchelf 0.19 (--build-resolution-cache) on PATH" >&2
+    exit 77
+  fi
+  newDrv "note-$1" "$1"
+  flag dontAutoPatchelf
+  str postInstall 'patchelf --set-rpath "$stubdir" "$lib/lib/libcudafake.so"
+patchelf --build-resolution-cache "$lib/lib/libcudafake.so"
+readelf -p .note.nixos.ldcache "$lib/lib/libcudafake.so" >"$TMPDIR/note.before"'
+  str stubdir "$STUBDIR"
+  buildOk
+  grep -qF "=$STUBDIR/libcuda.so.1" "$D/tmp/note.before" || fail "patchelf's note does not pin the stub"
+  runpathIs "$D/lib/lib/libcudafake.so" "$DRIVER"
+  local note
+  note=$(readelf -p .note.nixos.ldcache "$D/lib/lib/libcudafake.so")
+  [[ $note == *"?$DRIVER"* ]] || fail "the note does not search the driver link: $note"
+  ! grep -qaF "${STUBPKG##*/}" "$D/lib/lib/libcudafake.so" || fail "a stub store path is left in the file"
+}
+
 # The check fallback: in a sandbox without a driver, the checks after fixup
 # (installCheck, and an import check in preDistPhases) can still load the
 # library, because the removed stub directory is on LD_LIBRARY_PATH; outside
@@ -821,7 +847,7 @@ for mode in old new structured; do
 done
 for mode in old new structured; do
   tests+=("dontStubstripCase $mode" "onceCase $mode" "fixFailsCase $mode" "checkCase $mode" "checkCase $mode pattern"
-    "fixtureCase $mode" "fixtureCase $mode stub"
+    "fixtureCase $mode" "fixtureCase $mode stub" "noteCase $mode"
     "fallbackCase $mode"
     "fallbackOffCase $mode" "fallbackDriverCase $mode" "idempotentCase $mode" "handCase $mode" "phasesCase $mode"
     "flagsCase $mode" "quietCase $mode"

@@ -280,6 +280,8 @@ pub fn encode(opts: u8, batches: &[Vec<Edit>]) -> Vec<u8> {
                     s.push(10);
                     string(&mut s, v)
                 }
+                // The input language has no note edits: `batch` never decodes one.
+                Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
             }
         }
     }
@@ -404,6 +406,8 @@ impl Info {
                 }
                 Edit::SetSoname(v) => m.soname = Some(v.clone()),
                 Edit::SetInterpreter(v) => m.interp = Some(v.clone()),
+                // The note is none of what this model follows.
+                Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
             }
         }
         m.needed = needed.into_iter().map(|(n, _)| n).collect();

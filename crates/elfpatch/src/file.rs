@@ -1,9 +1,18 @@
 //! Files on disk: opening without following symlinks, detecting concurrent changes, editing in
 //! place or into another path.
+//!
+//! Opening never follows a symlink (a tree walker must not be led out of its tree); a program that
+//! takes paths from its user resolves them first with [`resolve_symlinks`], as the CLI does.
+//! [`edit_to`] writes to what its output path names, whatever that is: a new or existing regular
+//! file is replaced whole by a rename (old or new contents, never torn) keeping its mode and owner,
+//! and anything a rename would destroy (a hard link, a character device, a FIFO) is written
+//! through, as patchelf does. A socket, a block device or a directory is refused.
 
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::MetadataExt;
+use std::io::{self, Read as _, Seek as _, SeekFrom};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use crate::apply::{apply_plan, ApplyOptions, ApplyReport};
@@ -181,17 +190,169 @@ pub fn edit_in_place(path: impl AsRef<Path>, edits: &[Edit], opts: &Options) -> 
     ElfFile::open_rw(path)?.edit(edits, opts)
 }
 
-/// Writes the edited file to `output`, leaving `input` untouched (patchelf's `--output`). The copy
-/// is made next to `output` and renamed over it, so `output` is never seen half-written.
+/// How many symlinks [`resolve_symlinks`] follows before giving up (the kernel's `ELOOP` limit).
+const MAX_SYMLINKS: usize = 40;
+
+/// Follows `path` while it names a symlink and returns the path it ends at, which need not exist
+/// (a dangling link's target is where a new file would be created, as `open(O_CREAT)` does).
+/// Only the last component is resolved; a relative link target is taken from the link's directory.
+pub fn resolve_symlinks(path: impl AsRef<Path>) -> Result<PathBuf> {
+    let start = path.as_ref();
+    let mut path = start.to_path_buf();
+    for _ in 0..MAX_SYMLINKS {
+        match fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = fs::read_link(&path).map_err(|e| Error::io(&path, "readlink", e))?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Ok(_) => return Ok(path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(path),
+            Err(e) => return Err(Error::io(&path, "stat", e)),
+        }
+    }
+    Err(Error::from(Repr::InvalidRequest {
+        path: Location(start.to_path_buf()),
+        what: format!("more than {MAX_SYMLINKS} levels of symbolic links"),
+    }))
+}
+
+/// What [`edit_to`] does with its output path: a pure decision on what `lstat` said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    /// It is the input itself (same inode): an edit in place.
+    Input,
+    /// Nothing there: a new file (mode `0777` less the umask, as patchelf creates it), renamed
+    /// into place.
+    New,
+    /// A regular file with one name: replaced by a rename, keeping its mode and owner.
+    Replace,
+    /// Something a rename would break (a regular file with other names, a character device, a
+    /// FIFO): opened and written, as patchelf does.
+    WriteThrough,
+    /// What no ELF file should be written to.
+    Refuse(&'static str),
+}
+
+fn classify(output: Option<&fs::Metadata>, input: &Stamp) -> Target {
+    let Some(m) = output else {
+        return Target::New;
+    };
+    let t = m.file_type();
+    if t.is_file() {
+        if m.dev() == input.dev && m.ino() == input.ino {
+            Target::Input
+        } else if m.nlink() > 1 {
+            Target::WriteThrough
+        } else {
+            Target::Replace
+        }
+    } else if t.is_char_device() || t.is_fifo() {
+        Target::WriteThrough
+    } else if t.is_socket() {
+        Target::Refuse("is a socket; an ELF file cannot be written to it")
+    } else if t.is_block_device() {
+        Target::Refuse("is a block device; refusing to write an ELF file over a disk")
+    } else if t.is_dir() {
+        Target::Refuse("is a directory")
+    } else {
+        Target::Refuse("is not a file an ELF file can be written to")
+    }
+}
+
+/// A name no other call of this process uses, for files made next to the output.
+fn unique_suffix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "elfpatch-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Writes the edited file to `output`, leaving `input` untouched (patchelf's `--output`).
+///
+/// `input` is opened as [`ElfFile::open`] does (a symlink is refused); `output` is followed through
+/// symlinks ([`resolve_symlinks`]) and then:
+/// - absent: the result is made next to it and renamed into place, with mode `0777` less the
+///   umask (what patchelf creates);
+/// - a regular file with one name: replaced by a rename (never seen half-written), keeping its
+///   mode and owner; where the owner cannot be kept or its directory not written (not root), it
+///   is written through instead;
+/// - a regular file with several names, a character device or a FIFO: written through, so every
+///   name sees the result and the node itself stays (patchelf does the same);
+/// - the input itself: edited in place, as [`edit_in_place`] does;
+/// - a socket, block device or directory: refused, nothing written.
 pub fn edit_to(
     input: impl AsRef<Path>,
     output: impl AsRef<Path>,
     edits: &[Edit],
     opts: &Options,
 ) -> Result<Outcome> {
-    let (input, output) = (input.as_ref(), output.as_ref());
+    let input = input.as_ref();
+    let output = resolve_symlinks(output)?;
     let source = ElfFile::open(input)?;
     let plan = source.plan(edits, opts)?;
+    let existing = match fs::symlink_metadata(&output) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io(&output, "stat", e)),
+    };
+    match classify(existing.as_ref(), &source.stamp) {
+        Target::Input => {
+            drop(source);
+            edit_in_place(input, edits, opts)
+        }
+        Target::Refuse(what) => Err(Error::from(Repr::InvalidRequest {
+            path: Location(output),
+            what: what.into(),
+        })),
+        Target::New => replace(&source, plan, &output, None),
+        Target::Replace => replace(&source, plan, &output, existing.as_ref()),
+        Target::WriteThrough => write_through(&source, plan, &output),
+    }
+}
+
+/// Makes the edited copy in `staged`: the input's bytes as they were parsed (a change since is
+/// refused), then the plan applied to them.
+fn stage(source: &ElfFile, plan: &Plan, staged: &File, output: &Path) -> Result<ApplyReport> {
+    let mut reader = &source.file;
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io(&source.path, "seek", e))?;
+    let mut writer = staged;
+    let copied = io::copy(&mut reader.take(source.stamp.len), &mut writer)
+        .map_err(|e| Error::io(output, "copy", e))?;
+    let now = source
+        .file
+        .metadata()
+        .map_err(|e| Error::io(&source.path, "stat", e))?;
+    if copied != source.stamp.len || Stamp::of(&now) != source.stamp {
+        return Err(Error::from(Repr::Changed {
+            path: Location(source.path.clone()),
+            what: "it changed while being copied".into(),
+        }));
+    }
+    apply_plan(
+        staged,
+        output,
+        plan,
+        source.elf.format,
+        &ApplyOptions::default(),
+    )
+    .map_err(|e| e.with_path(output))
+}
+
+/// The new file is made next to `output` and renamed over it; `keep` is what it replaces, whose
+/// owner and mode the new file takes.
+fn replace(
+    source: &ElfFile,
+    plan: Plan,
+    output: &Path,
+    keep: Option<&fs::Metadata>,
+) -> Result<Outcome> {
     let dir = output
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -200,18 +361,82 @@ pub fn edit_to(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.elfpatch-{}", std::process::id()));
-    let result = (|| {
-        fs::copy(input, &tmp).map_err(|e| Error::io(&tmp, "copy", e))?;
-        let copy = ElfFile::open_rw(&tmp)?;
-        let report = copy
-            .apply(&plan, &ApplyOptions::default())
-            .map_err(|e| e.with_path(output))?;
+    let tmp = dir.join(format!(".{name}.{}", unique_suffix()));
+    let staged = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        // Less the umask, as patchelf's open(O_CREAT, 0777) makes a new output.
+        .mode(0o777)
+        .open(&tmp)
+    {
+        Ok(f) => f,
+        // A writable file in a directory we may not write: write through, as patchelf does.
+        Err(e) if keep.is_some() && e.kind() == io::ErrorKind::PermissionDenied => {
+            return write_through(source, plan, output)
+        }
+        Err(e) => return Err(Error::io(output, "create a file next to it", e)),
+    };
+    let result = (|| -> Result<Option<ApplyReport>> {
+        if let Some(old) = keep {
+            let mine = staged.metadata().map_err(|e| Error::io(&tmp, "stat", e))?;
+            if (mine.uid(), mine.gid()) != (old.uid(), old.gid())
+                && std::os::unix::fs::fchown(&staged, Some(old.uid()), Some(old.gid())).is_err()
+            {
+                // Not allowed to give the file its owner back: write through, as patchelf does.
+                return Ok(None);
+            }
+            // After chown, which clears set-user-ID bits.
+            staged
+                .set_permissions(fs::Permissions::from_mode(old.mode() & 0o7777))
+                .map_err(|e| Error::io(&tmp, "chmod", e))?;
+        }
+        let report = stage(source, &plan, &staged, output)?;
         fs::rename(&tmp, output).map_err(|e| Error::io(output, "rename", e))?;
-        Ok(Outcome { plan, report })
+        Ok(Some(report))
     })();
-    if result.is_err() {
+    if !matches!(result, Ok(Some(_))) {
         let _ = fs::remove_file(&tmp);
     }
-    result
+    match result? {
+        Some(report) => Ok(Outcome { plan, report }),
+        None => write_through(source, plan, output),
+    }
+}
+
+/// Writes the edited file into the existing `output` without replacing it: staged in an unnamed
+/// temporary file first (so a refused or failed edit writes nothing to `output`), then copied.
+fn write_through(source: &ElfFile, plan: Plan, output: &Path) -> Result<Outcome> {
+    let tmp = std::env::temp_dir().join(unique_suffix());
+    let staged = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| Error::io(&tmp, "create", e))?;
+    // Unnamed from here on: nothing is left behind, whatever happens.
+    fs::remove_file(&tmp).map_err(|e| Error::io(&tmp, "unlink", e))?;
+    let report = stage(source, &plan, &staged, output)?;
+    // Opening a FIFO waits for a reader, as it does for patchelf.
+    let out = OpenOptions::new()
+        .write(true)
+        .open(output)
+        .map_err(|e| Error::io(output, "open for writing", e))?;
+    let is_file = out
+        .metadata()
+        .map_err(|e| Error::io(output, "stat", e))?
+        .is_file();
+    let mut reader = &staged;
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io(output, "seek", e))?;
+    let mut writer = &out;
+    let written = io::copy(&mut reader, &mut writer).map_err(|e| Error::io(output, "write", e))?;
+    if is_file {
+        // Written over the old contents first, cut to length after: never shorter than needed.
+        out.set_len(written)
+            .map_err(|e| Error::io(output, "truncate", e))?;
+    }
+    Ok(Outcome { plan, report })
 }

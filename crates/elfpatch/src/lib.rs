@@ -28,7 +28,8 @@
 //! ```
 //!
 //! On disk, [`edit_in_place`] does the same to a file (keeping its inode, mode and owner, never
-//! following a symlink), and [`edit_to`] writes the result to another path.
+//! following a symlink), and [`edit_to`] writes the result to another path (following it through
+//! symlinks and writing through devices, FIFOs and hard links rather than replacing them).
 //!
 //! # Every file the loader loads
 //!
@@ -46,9 +47,11 @@ pub mod apply;
 pub mod error;
 pub mod file;
 pub mod format;
+pub mod note;
 pub mod plan;
 pub mod read;
 pub mod refs;
+pub mod resolution;
 #[doc = include_str!("refusals.md")]
 pub mod refusals {}
 pub mod source;
@@ -58,7 +61,7 @@ pub mod validate;
 pub use apply::Fault;
 pub use apply::{ApplyOptions, ApplyReport};
 pub use error::{Error, ErrorKind, Result, Warning};
-pub use file::{edit_in_place, edit_to, ElfFile, Outcome};
+pub use file::{edit_in_place, edit_to, resolve_symlinks, ElfFile, Outcome};
 pub use format::{Class, Endian, Format};
 pub use plan::{plan, Edit, Layout, Options, Plan};
 pub use read::Elf;

@@ -11,6 +11,7 @@ use object::elf;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::note::LocatedNote;
 use crate::read::{Dynamic, Elf};
 use crate::source::{read_range, Source};
 
@@ -91,6 +92,21 @@ pub struct Tables {
     /// Whether every referrer of the string table is known. When false, no byte of the table may be
     /// overwritten or zeroed: only appending to a copy is safe.
     pub exact: bool,
+    /// The resolution-cache note ([`crate::note::find`]), when the file has one that could be
+    /// located.
+    pub note: Option<LocatedNote>,
+    /// Why the file's resolution-cache note could not be located (a malformed note): edits of
+    /// the note are refused with this; other edits leave the note alone.
+    pub note_fault: Option<NoteFault>,
+}
+
+/// A resolution-cache note that could not be located: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoteFault {
+    /// File offset of the offending structure (0 when unknown).
+    pub offset: u64,
+    /// What is wrong.
+    pub what: String,
 }
 
 impl Tables {
@@ -100,6 +116,15 @@ impl Tables {
             exact: true,
             ..Tables::default()
         };
+        match crate::note::find(src, e) {
+            Ok(note) => t.note = note,
+            Err(err) => {
+                t.note_fault = Some(NoteFault {
+                    offset: err.offset().unwrap_or(0),
+                    what: err.to_string().trim_start_matches("<input>: ").to_string(),
+                })
+            }
+        }
         let Some(d) = &e.dynamic else {
             return Ok(t);
         };

@@ -882,20 +882,14 @@ fn a_symlink_out_of_the_tree_is_refused_and_its_target_untouched() {
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(err.to_string().contains(link.to_str().unwrap()), "{err}");
     assert!(ElfFile::open_rw(&link).is_err());
-    // The CLI too: one line, non-zero.
-    let out = elfpatch()
-        .args(["--set-rpath", "/a/new/runpath"])
-        .arg(&link)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     assert_eq!(fs::read(&target).unwrap(), before);
     assert_eq!(fs::metadata(&target).unwrap().modified().unwrap(), mtime);
     assert!(fs::symlink_metadata(&link)
         .unwrap()
         .file_type()
         .is_symlink());
+    // The CLI, like patchelf, follows a symlink its user names (tests/paths.rs): that is the
+    // caller's choice of file, not a walk leaving its tree.
 }
 
 #[test]

@@ -74,6 +74,8 @@ impl Model {
                 }
                 Edit::SetSoname(v) => self.soname = Some(s(v)),
                 Edit::SetInterpreter(v) => self.interpreter = Some(s(v)),
+                // The note is none of what this model follows (tests/note.rs covers it).
+                Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
             }
         }
     }

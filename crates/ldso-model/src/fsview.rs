@@ -3,10 +3,13 @@
 //! ([`crate::memfs::MemFs`]); [`crate::hostfs::HostFs`] is the only implementation that touches
 //! the disk.
 
+use elfpatch::note::ResolutionCache;
+use elfpatch::source::{read_range, Source};
 use elfpatch::Elf;
 
+use crate::dlopen::{self, DlopenDecl};
 use crate::target::RawHeader;
-use object::elf::DF_1_NODEFLIB;
+use object::elf::{DF_1_NODEFLIB, PT_NOTE, SHT_NOBITS, SHT_NOTE};
 
 /// Paths and strings as the ELF file holds them: bytes, not necessarily UTF-8.
 pub type Bytes = Vec<u8>;
@@ -37,6 +40,15 @@ pub struct ElfInfo {
     pub interpreter: Option<Bytes>,
     /// Whether the file has `PT_DYNAMIC`.
     pub dynamic: bool,
+    /// The resolution-cache note (`.note.nixos.ldcache`): `None` when there is none, the error
+    /// (with its file offset) when it does not parse.
+    pub ld_cache_note: Option<Result<ResolutionCache, String>>,
+    /// What the file declares in `.note.dlopen`.
+    pub dlopen_declared: Vec<DlopenDecl>,
+    /// Why its `.note.dlopen` could not be read, if it could not.
+    pub dlopen_note_error: Option<String>,
+    /// The strings of its `.rodata` that [`crate::dlopen::NVIDIA_TABLE`] watches for.
+    pub rodata_names: Vec<Bytes>,
 }
 
 impl ElfInfo {
@@ -50,7 +62,54 @@ impl ElfInfo {
             flags_1: e.flags_1().unwrap_or(0),
             interpreter: e.interpreter().map(<[u8]>::to_vec),
             dynamic: e.dynamic.is_some(),
+            ..ElfInfo::default()
         }
+    }
+
+    /// [`ElfInfo::of`], plus what only the file's bytes say: its resolution-cache note, its
+    /// `.note.dlopen` and the watched strings of its `.rodata` (read section by section, never
+    /// the whole file).
+    pub fn read<S: Source + ?Sized>(src: &S, e: &Elf) -> ElfInfo {
+        let mut info = ElfInfo::of(e);
+        info.ld_cache_note = match elfpatch::note::find(src, e) {
+            Ok(None) => None,
+            Ok(Some(n)) => Some(n.cache().map_err(|e| e.to_string())),
+            Err(e) => Some(Err(e.to_string())),
+        };
+        let usable = !e.section_headers_unusable();
+        let sections = e.sections.iter().filter(|_| usable);
+        let mut note_ranges: Vec<(u64, u64)> = sections
+            .clone()
+            .filter(|s| s.shdr.sh_type == SHT_NOTE && s.shdr.sh_size > 0)
+            .map(|s| (s.shdr.sh_offset, s.shdr.sh_size))
+            .collect();
+        if note_ranges.is_empty() {
+            // Without section headers the notes are found through their segments.
+            note_ranges = e
+                .phdrs
+                .iter()
+                .filter(|p| p.p_type == PT_NOTE && p.p_filesz > 0)
+                .map(|p| (p.p_offset, p.p_filesz))
+                .collect();
+        }
+        for (offset, size) in note_ranges {
+            let parsed = read_range(src, offset, size, "note section")
+                .map_err(|e| e.to_string())
+                .and_then(|b| {
+                    dlopen::parse_notes(e.format, &b)
+                        .map_err(|x| format!("{x} (file offset {:#x})", offset + x.offset as u64))
+                });
+            match parsed {
+                Ok(d) => info.dlopen_declared.extend(d),
+                Err(x) => info.dlopen_note_error = Some(x),
+            }
+        }
+        for s in sections.filter(|s| s.name == b".rodata" && s.shdr.sh_type != SHT_NOBITS) {
+            if let Ok(b) = read_range(src, s.shdr.sh_offset, s.shdr.sh_size, ".rodata") {
+                info.rodata_names.extend(dlopen::scan_rodata(&b));
+            }
+        }
+        info
     }
 
     /// `DT_RPATH` as the loader uses it: ignored when `DT_RUNPATH` is present.

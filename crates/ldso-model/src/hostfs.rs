@@ -149,7 +149,8 @@ impl FsView for HostFs {
         let f = File::open(&host)?;
         let len = f.metadata()?.len();
         let elf = Elf::read_file(&f, len)?;
-        Ok(ElfInfo::of(&elf))
+        let src = elfpatch::source::FileSource { file: &f, len };
+        Ok(ElfInfo::read(&src, &elf))
     }
 
     fn is_dir(&self, path: &[u8]) -> bool {

@@ -6,6 +6,7 @@
 //!
 //! - [`target`]: what a loader of one architecture accepts (pure data from an ELF header);
 //! - [`ldcache`]: `ld.so.cache` parsing and lookup (pure, over bytes);
+//! - [`dlopen`]: the libraries an object loads with `dlopen` (`.note.dlopen`, NVIDIA's table);
 //! - [`resolve`]: the search itself, breadth-first from the program, over a [`fsview::FsView`];
 //! - [`settings`]: what the loader knows before it starts, read from its own binary and cache;
 //! - [`hostfs`]: the disk as an [`fsview::FsView`] (optionally inside a sysroot);
@@ -28,6 +29,7 @@
 //! assert!(matches!(request.outcome, LookupOutcome::Loaded(..)));
 //! ```
 
+pub mod dlopen;
 pub mod fsview;
 pub mod hostfs;
 pub mod ldcache;

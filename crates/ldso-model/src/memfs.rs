@@ -19,7 +19,7 @@ pub enum Node {
     /// A symlink to this path.
     Link(Bytes),
     /// An ELF file: header bytes and dynamic information.
-    Elf(Vec<u8>, ElfInfo),
+    Elf(Vec<u8>, Box<ElfInfo>),
     /// Any other file.
     Data(Vec<u8>),
 }
@@ -33,7 +33,7 @@ pub struct MemFs {
 
 /// The settings of an x86-64 glibc loader whose default directories are `/lib/` and `/usr/lib/`
 /// (`$LIB` is `lib`, `$PLATFORM` `x86_64`, `LD_LIBRARY_PATH` unset), with `cache` as its
-/// `ld.so.cache`.
+/// `ld.so.cache`. It reads the resolution-cache note and follows `dlopen`s.
 pub fn x86_64_settings(cache: Option<LdCache>) -> LoaderSettings {
     LoaderSettings {
         target: Target::of(&RawHeader::parse(&header(ELFCLASS64, EM_X86_64))),
@@ -47,6 +47,8 @@ pub fn x86_64_settings(cache: Option<LdCache>) -> LoaderSettings {
             path: b"/lib64/ld-linux-x86-64.so.2".to_vec(),
             soname: Some(b"ld-linux-x86-64.so.2".to_vec()),
         }),
+        read_ld_cache_note: true,
+        follow_dlopen: true,
     }
 }
 
@@ -94,7 +96,7 @@ impl MemFs {
     pub fn elf(&mut self, path: &str, class: u8, machine: u16, info: ElfInfo) -> &mut Self {
         self.nodes.insert(
             path.as_bytes().to_vec(),
-            Node::Elf(header(class, machine), info),
+            Node::Elf(header(class, machine), Box::new(info)),
         );
         self
     }
@@ -188,7 +190,7 @@ impl FsView for MemFs {
 
     fn read_elf(&self, path: &[u8]) -> Result<ElfInfo, ReadElfError> {
         match self.resolve(path) {
-            Some((_, Node::Elf(_, info))) => Ok(info.clone()),
+            Some((_, Node::Elf(_, info))) => Ok((**info).clone()),
             _ => Err(ReadElfError::NotElf),
         }
     }

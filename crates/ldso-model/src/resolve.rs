@@ -11,7 +11,8 @@
 //! - any other name is searched in order: `DT_RPATH` of the requester, of the object that loaded
 //!   it, and so on up to the program, and then of the program (all only when the requester has
 //!   no `DT_RUNPATH`; an object with both uses only its `DT_RUNPATH`); `LD_LIBRARY_PATH` (`:` or
-//!   `;` separated, `$ORIGIN` meaning the program's directory); `DT_RUNPATH` of the requester
+//!   `;` separated, `$ORIGIN` meaning the program's directory); the requester's resolution-cache
+//!   note (when [`LoaderSettings::read_ld_cache_note`]: see below); `DT_RUNPATH` of the requester
 //!   only; the `ld.so.cache` entry for the name (skipped when the requester has
 //!   `DF_1_NODEFLIB` and the entry lies in a default directory); the default directories (unless
 //!   the requester has `DF_1_NODEFLIB`);
@@ -20,15 +21,34 @@
 //! - a candidate of the other ELF class or another machine is passed over; a file that is not ELF
 //!   at all, has the other byte order, or cannot be read stops the load.
 //!
+//! The resolution-cache note (`.note.nixos.ldcache`, written by patchelf 0.19's
+//! `--build-resolution-cache`) is read as nixpkgs PR #535735's patched glibc reads it: after
+//! `LD_LIBRARY_PATH` and before `DT_RUNPATH`, the requester's entry for the name as written is
+//! tried hint by hint, in order: `=<path>` is opened like a name with a `/` (a library resolved
+//! when the note was written; if it is gone the next hint is tried), `?<dir>` is searched like a
+//! run-path directory (with the requester's `$ORIGIN`). When no hint loads, the search goes on
+//! with the run path, as without a note. A note that does not parse is ignored (and noted). An
+//! unpatched glibc ignores the note (`read_ld_cache_note` false).
+//!
+//! After the `DT_NEEDED` libraries (all loaded at startup), when
+//! [`LoaderSettings::follow_dlopen`], the libraries each loaded object `dlopen`s
+//! ([`crate::dlopen::dlopen_edges`]) are looked up in load order, each with that object as the
+//! requester: as glibc's `dlopen` does, its own `DT_RUNPATH` (not its loaders'), or when it has
+//! none the `DT_RPATH` chain of it and its loaders, then `LD_LIBRARY_PATH`, the cache and the
+//! default directories. Of alternatives the first that loads is taken. When in the run the
+//! `dlopen`s happen is not known; the model makes them after startup, in load order.
+//!
 //! Not modelled: `glibc-hwcaps` and legacy hwcap subdirectories of each search directory
 //! (which depend on the CPU; files found there are noted), `LD_PRELOAD`, `/etc/ld.so.preload`,
 //! `DT_AUXILIARY`/`DT_FILTER`, audit modules, secure (setuid) mode, and `.note.ABI-tag` checks.
 
 use std::collections::VecDeque;
 
+use crate::dlopen::{dlopen_edges, DlopenSource};
 use crate::fsview::{absolute, dirname, Bytes, ElfInfo, FileId, FsView, Probe};
 use crate::settings::LoaderSettings;
 use crate::target::{SkipReason, Verdict};
+use elfpatch::note::Hint;
 use object::elf::ELFCLASS64;
 
 /// The values dynamic string tokens expand to for one object.
@@ -144,6 +164,8 @@ pub enum SearchStep {
     Rpath(usize),
     /// `LD_LIBRARY_PATH`.
     LdLibraryPath,
+    /// The resolution-cache note of this object.
+    Note(usize),
     /// `DT_RUNPATH` of this object.
     Runpath(usize),
     /// `ld.so.cache`.
@@ -269,8 +291,11 @@ pub struct LibraryRequest {
     pub name: Bytes,
     /// The name after expansion of dynamic string tokens.
     pub expanded: Bytes,
-    /// Whether this models a `dlopen` from the program rather than a `DT_NEEDED` entry.
+    /// Whether this models a `dlopen` rather than a `DT_NEEDED` entry.
     pub dlopen: bool,
+    /// For a `dlopen` the requester makes by itself (not one asked for on the command line):
+    /// where the model knows it from.
+    pub dlopen_source: Option<DlopenSource>,
     /// The result.
     pub outcome: LookupOutcome,
     /// Candidates passed over, in the order tried.
@@ -296,6 +321,7 @@ impl Resolution {
             SearchStep::Direct => "path in DT_NEEDED".into(),
             SearchStep::Rpath(i) => format!("RPATH of {}", name(i)),
             SearchStep::LdLibraryPath => "LD_LIBRARY_PATH".into(),
+            SearchStep::Note(i) => format!("resolution-cache note of {}", name(i)),
             SearchStep::Runpath(i) => format!("RUNPATH of {}", name(i)),
             SearchStep::Cache => "ld.so.cache".into(),
             SearchStep::DefaultDirs => "default directories".into(),
@@ -329,7 +355,8 @@ struct Resolver<'a> {
     last_step: Option<SearchStep>,
 }
 
-/// Resolves every dependency of `program`, then each of `dlopen` as if the program called
+/// Resolves every dependency of `program`, then (when [`LoaderSettings::follow_dlopen`]) the
+/// libraries each loaded object `dlopen`s, then each of `dlopen` as if the program called
 /// `dlopen(name)` after starting.
 pub fn resolve(
     program: Program,
@@ -369,9 +396,12 @@ pub fn resolve(
     }
     let mut queue = VecDeque::from([0]);
     r.drain(&mut queue);
+    if s.follow_dlopen {
+        r.follow_dlopens(&mut queue);
+    }
     for name in dlopen {
         let before = r.objects.len();
-        r.request(0, name, true);
+        r.request(0, name, true, None);
         queue.extend(before..r.objects.len());
         r.drain(&mut queue);
     }
@@ -386,8 +416,54 @@ impl Resolver<'_> {
         while let Some(i) = queue.pop_front() {
             for name in self.objects[i].info.needed.clone() {
                 let before = self.objects.len();
-                self.request(i, &name, false);
+                self.request(i, &name, false, None);
                 queue.extend(before..self.objects.len());
+            }
+        }
+    }
+
+    /// The `dlopen`s of every loaded object, in load order (objects they load included): first
+    /// every declared or known one, then those only inferred from a string (the CUDA runtime's
+    /// `dlopen` of the driver happens on the first CUDA call, before other users of the name
+    /// get to theirs). Of each edge's alternatives, the first that loads (or is loaded already)
+    /// ends the edge.
+    fn follow_dlopens(&mut self, queue: &mut VecDeque<usize>) {
+        let (mut known, mut inferred) = (0, 0);
+        loop {
+            let (i, weak) = if known < self.objects.len() {
+                known += 1;
+                (known - 1, false)
+            } else if inferred < self.objects.len() {
+                inferred += 1;
+                (inferred - 1, true)
+            } else {
+                break;
+            };
+            let o = &self.objects[i];
+            if o.kind == ObjectKind::Interpreter {
+                continue;
+            }
+            let canonical = self.fs.canonical(&o.path);
+            let paths: Vec<&[u8]> = std::iter::once(o.path.as_slice())
+                .chain(canonical.as_deref())
+                .collect();
+            let edges = dlopen_edges(&paths, &o.info);
+            for edge in edges.into_iter().filter(|e| e.source.is_inferred() == weak) {
+                for name in &edge.names {
+                    let before = self.objects.len();
+                    self.request(i, name, true, Some(edge.source.clone()));
+                    queue.extend(before..self.objects.len());
+                    self.drain(queue);
+                    let done = self.requests.last().is_some_and(|q| {
+                        matches!(
+                            q.outcome,
+                            LookupOutcome::Loaded(..) | LookupOutcome::AlreadyLoaded(..)
+                        )
+                    });
+                    if done {
+                        break;
+                    }
+                }
             }
         }
     }
@@ -414,12 +490,20 @@ impl Resolver<'_> {
         })
     }
 
-    fn request(&mut self, requester: usize, name: &[u8], dlopen: bool) {
+    fn request(
+        &mut self,
+        requester: usize,
+        name: &[u8],
+        dlopen: bool,
+        dlopen_source: Option<DlopenSource>,
+    ) {
+        let followed = dlopen_source.is_some();
         let mut req = LibraryRequest {
             requester,
             name: name.to_vec(),
             expanded: name.to_vec(),
             dlopen,
+            dlopen_source,
             outcome: LookupOutcome::NotFound(false),
             passed: Vec::new(),
             notes: Vec::new(),
@@ -452,7 +536,11 @@ impl Resolver<'_> {
         req.outcome = match found {
             Try::Next => LookupOutcome::NotFound(self.other_class),
             Try::Fatal(path, msg) => LookupOutcome::Failed(path, step, msg),
-            Try::Found(path, id) => self.found(&mut req, requester, dlopen, path, id, step),
+            Try::Found(path, id) => {
+                // A dlopen from an object other than the program: the object is its loader.
+                let loader = (!dlopen || followed).then_some(requester);
+                self.found(&mut req, loader, dlopen, path, id, step)
+            }
         };
         self.requests.push(req);
     }
@@ -460,7 +548,7 @@ impl Resolver<'_> {
     fn found(
         &mut self,
         req: &mut LibraryRequest,
-        requester: usize,
+        loader: Option<usize>,
         dlopen: bool,
         path: Bytes,
         id: FileId,
@@ -488,7 +576,7 @@ impl Resolver<'_> {
             info,
             id: Some(id),
             origin: Some(origin),
-            loader: if dlopen { None } else { Some(requester) },
+            loader,
             names: vec![req.expanded.clone()],
         });
         LookupOutcome::Loaded(self.objects.len() - 1, step)
@@ -572,6 +660,49 @@ impl Resolver<'_> {
         }
     }
 
+    /// The requester's resolution-cache note entry for the name as written, hint by hint.
+    fn note_hints(&mut self, req: &mut LibraryRequest, requester: usize, info: &ElfInfo) -> Try {
+        if !self.s.read_ld_cache_note {
+            return Try::Next;
+        }
+        let cache = match &info.ld_cache_note {
+            None => return Try::Next,
+            Some(Err(e)) => {
+                req.notes.push(format!(
+                    "the requester's resolution-cache note is malformed ({e}): ignored"
+                ));
+                return Try::Next;
+            }
+            Some(Ok(c)) => c,
+        };
+        let Some(entry) = cache.get(&req.name) else {
+            return Try::Next;
+        };
+        let step = SearchStep::Note(requester);
+        for hint in entry.hints.clone() {
+            let t = match hint {
+                Hint::Exact(path) => self.try_file(req, path, step),
+                Hint::Search(dir) => {
+                    // `?` with nothing after it is an empty run-path entry: the current
+                    // directory.
+                    let dirs = match dir.is_empty() {
+                        true => vec![SearchDir {
+                            entry: Vec::new(),
+                            dir: Vec::new(),
+                        }],
+                        false => expand_list(&dir, b"", &self.dst(requester)),
+                    };
+                    let name = req.expanded.clone();
+                    self.try_dirs(req, &dirs, &name, step)
+                }
+            };
+            if !matches!(t, Try::Next) {
+                return t;
+            }
+        }
+        Try::Next
+    }
+
     fn search(&mut self, req: &mut LibraryRequest, requester: usize, name: &[u8]) -> Try {
         let info = self.objects[requester].info.clone();
         if info.runpath.is_none() {
@@ -602,6 +733,10 @@ impl Resolver<'_> {
                 Try::Next => {}
                 t => return t,
             }
+        }
+        match self.note_hints(req, requester, &info) {
+            Try::Next => {}
+            t => return t,
         }
         if let Some(rp) = &info.runpath {
             let dirs = expand_list(rp, b":", &self.dst(requester));
@@ -941,6 +1076,221 @@ mod tests {
         );
         assert_eq!(r.requests[0].notes.len(), 1);
         assert!(r.requests[0].notes[0].starts_with("/l/glibc-hwcaps/x86-64-v3/libv.so.1 exists"));
+    }
+
+    fn with_note(mut info: ElfInfo, entries: &[(&str, &[&str])]) -> ElfInfo {
+        use elfpatch::note::{Entry, ResolutionCache};
+        let hint = |h: &str| match h.split_at(1) {
+            ("=", p) => Hint::Exact(p.as_bytes().to_vec()),
+            (_, d) => Hint::Search(d.as_bytes().to_vec()),
+        };
+        info.ld_cache_note = Some(Ok(ResolutionCache {
+            entries: entries
+                .iter()
+                .map(|(n, hs)| Entry {
+                    needed: n.as_bytes().to_vec(),
+                    hints: hs.iter().map(|h| hint(h)).collect(),
+                })
+                .collect(),
+        }));
+        info
+    }
+
+    const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
+
+    #[test]
+    fn the_patched_loader_reads_the_note_after_ld_library_path_before_runpath() {
+        let mut fs = MemFs::default();
+        let stub = format!("{STUBS}/libcuda.so.1");
+        fs.lib(&stub, ElfInfo::default())
+            .lib("/run/opengl-driver/lib/libcuda.so.1", ElfInfo::default())
+            .lib("/app/lib/libfoo.so.1", ElfInfo::default())
+            .lib("/llp/libbar.so.1", ElfInfo::default())
+            .lib("/app/lib/libbar.so.1", ElfInfo::default());
+        let exe = with_note(
+            lib(
+                &["libcuda.so.1", "libfoo.so.1", "libbar.so.1"],
+                Some("/run/opengl-driver/lib:$ORIGIN/../lib"),
+                None,
+            ),
+            &[
+                ("libcuda.so.1", &[&format!("={stub}")]),
+                // The first hint is gone: the next one, a directory with $ORIGIN, is searched.
+                ("libfoo.so.1", &["=/gone/libfoo.so.1", "?$ORIGIN/../lib"]),
+                ("libbar.so.1", &["=/app/lib/libbar.so.1"]),
+            ],
+        );
+        let mut s = x86_64_settings(None);
+        s.ld_library_path = Some(b"/llp".to_vec());
+        let r = resolve(program(exe.clone()), &[], &s, &fs);
+        let note = "resolution-cache note of /app/bin/app";
+        assert_eq!(
+            summary(&r),
+            vec![
+                row("libcuda.so.1", &stub, note),
+                row("libfoo.so.1", "/app/bin/../lib/libfoo.so.1", note),
+                // LD_LIBRARY_PATH comes first.
+                row("libbar.so.1", "/llp/libbar.so.1", "LD_LIBRARY_PATH"),
+            ]
+        );
+        let passed = &r.requests[1].passed;
+        assert_eq!(passed[0].step, SearchStep::LdLibraryPath);
+        assert_eq!(passed[1].path, b"/gone/libfoo.so.1");
+        assert_eq!(passed[1].step, SearchStep::Note(0));
+        // An upstream glibc ignores the note: RUNPATH finds the driver.
+        s.read_ld_cache_note = false;
+        let r = resolve(program(exe), &[], &s, &fs);
+        assert_eq!(
+            summary(&r)[0],
+            row(
+                "libcuda.so.1",
+                "/run/opengl-driver/lib/libcuda.so.1",
+                "RUNPATH of /app/bin/app"
+            )
+        );
+    }
+
+    #[test]
+    fn a_malformed_note_is_ignored_and_said() {
+        let mut fs = MemFs::default();
+        fs.lib("/app/lib/libfoo.so.1", ElfInfo::default());
+        let mut exe = lib(&["libfoo.so.1"], Some("/app/lib"), None);
+        exe.ld_cache_note = Some(Err("byte 9: the hint list is empty".into()));
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
+        assert_eq!(
+            summary(&r)[0],
+            row(
+                "libfoo.so.1",
+                "/app/lib/libfoo.so.1",
+                "RUNPATH of /app/bin/app"
+            )
+        );
+        assert!(r.requests[0].notes[0].contains("malformed"));
+    }
+
+    #[test]
+    fn a_dlopen_is_searched_with_the_dlopening_objects_own_runpath() {
+        let mut fs = MemFs::default();
+        let stub = format!("{STUBS}/libcuda.so.1");
+        let cudart = ElfInfo {
+            soname: Some(b"libcudart.so.12".to_vec()),
+            ..lib(&[], Some(STUBS), None)
+        };
+        fs.lib("/cudart/lib/libcudart.so.12", cudart)
+            .lib(&stub, ElfInfo::default())
+            .lib("/run/opengl-driver/lib/libcuda.so.1", ElfInfo::default())
+            .lib(
+                "/torch/lib/libtorch_cuda.so",
+                lib(&["libcudart.so.12"], Some("/cudart/lib"), None),
+            );
+        // The program's RUNPATH has the driver link: not used for libcudart's dlopen.
+        let exe = lib(
+            &["libtorch_cuda.so"],
+            Some("/torch/lib:/run/opengl-driver/lib"),
+            None,
+        );
+        let mut s = x86_64_settings(None);
+        let r = resolve(program(exe.clone()), &[], &s, &fs);
+        let sm = summary(&r);
+        assert_eq!(
+            sm[2],
+            row(
+                "libcuda.so.1",
+                &stub,
+                "RUNPATH of /cudart/lib/libcudart.so.12"
+            )
+        );
+        let q = &r.requests[2];
+        assert!(q.dlopen);
+        assert!(
+            matches!(&q.dlopen_source, Some(DlopenSource::Table(t)) if t.dlopens == "libcuda.so.1")
+        );
+        let LookupOutcome::Loaded(i, _) = q.outcome else {
+            unreachable!()
+        };
+        assert_eq!(r.objects[i].loader, Some(q.requester));
+        // Without a RUNPATH, libcudart's dlopen uses the RPATH chain of its loaders.
+        let cudart = ElfInfo {
+            soname: Some(b"libcudart.so.12".to_vec()),
+            ..lib(&[], None, None)
+        };
+        fs.lib("/cudart/lib/libcudart.so.12", cudart).lib(
+            "/torch/lib/libtorch_cuda.so",
+            lib(
+                &["libcudart.so.12"],
+                None,
+                Some("/cudart/lib:/run/opengl-driver/lib"),
+            ),
+        );
+        let r = resolve(program(exe), &[], &s, &fs);
+        assert_eq!(
+            summary(&r)[2],
+            row(
+                "libcuda.so.1",
+                "/run/opengl-driver/lib/libcuda.so.1",
+                "RPATH of /torch/lib/libtorch_cuda.so"
+            )
+        );
+        s.follow_dlopen = false;
+        let exe = lib(&["libtorch_cuda.so"], Some("/torch/lib"), None);
+        assert_eq!(resolve(program(exe), &[], &s, &fs).requests.len(), 2);
+    }
+
+    #[test]
+    fn libcudarts_dlopen_goes_before_dlopens_inferred_from_a_string() {
+        let mut fs = MemFs::default();
+        let stub = format!("{STUBS}/libcuda.so.1");
+        let cudart = ElfInfo {
+            soname: Some(b"libcudart.so.12".to_vec()),
+            ..lib(&[], Some(STUBS), None)
+        };
+        let shmem = ElfInfo {
+            rodata_names: vec![b"libcuda.so.1".to_vec()],
+            ..lib(&[], Some("/run/opengl-driver/lib"), None)
+        };
+        fs.lib("/c/libcudart.so.12", cudart)
+            .lib("/s/libshmem.so", shmem)
+            .lib(&stub, ElfInfo::default())
+            .lib("/run/opengl-driver/lib/libcuda.so.1", ElfInfo::default());
+        // libshmem loads first, but only a string says it dlopens libcuda.so.1.
+        let exe = lib(&["libshmem.so", "libcudart.so.12"], Some("/s:/c"), None);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
+        let sm = summary(&r);
+        assert_eq!(
+            sm[2],
+            row("libcuda.so.1", &stub, "RUNPATH of /c/libcudart.so.12")
+        );
+        assert_eq!(sm[3].2, "already: Name");
+        assert_eq!(r.requests[3].requester, 2);
+    }
+
+    #[test]
+    fn declared_alternatives_stop_at_the_first_that_loads() {
+        let mut fs = MemFs::default();
+        let plugin = ElfInfo {
+            dlopen_declared: vec![crate::dlopen::DlopenDecl {
+                sonames: vec![
+                    b"libzstd.so.1".to_vec(),
+                    b"libzstd.so".to_vec(),
+                    b"libz3.so".to_vec(),
+                ],
+                feature: Some("zstd".into()),
+                priority: Some("suggested".into()),
+            }],
+            ..lib(&[], Some("/z"), None)
+        };
+        fs.lib("/p/libplugin.so", plugin)
+            .lib("/z/libzstd.so", ElfInfo::default())
+            .lib("/z/libz3.so", ElfInfo::default());
+        let exe = lib(&["libplugin.so"], Some("/p"), None);
+        let r = resolve(program(exe), &[], &x86_64_settings(None), &fs);
+        let sm = summary(&r);
+        assert_eq!(sm.len(), 3, "{sm:?}");
+        assert_eq!(sm[1].2, "not found false");
+        assert_eq!(
+            sm[2],
+            row("libzstd.so", "/z/libzstd.so", "RUNPATH of /p/libplugin.so")
+        );
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub struct LoaderSettings {
     pub ld_library_path: Option<Bytes>,
     /// The program interpreter, if there is one.
     pub interpreter: Option<Interpreter>,
+    /// Whether the loader reads the resolution-cache note (nixpkgs PR #535735's patched glibc)
+    /// or ignores it (upstream glibc).
+    pub read_ld_cache_note: bool,
+    /// Whether the libraries loaded objects `dlopen` are followed.
+    pub follow_dlopen: bool,
 }
 
 /// Values given on the command line, overriding what is read or guessed.
@@ -56,6 +61,11 @@ pub struct SettingsOverrides {
     pub interpreter: Option<Bytes>,
     /// Take `LD_LIBRARY_PATH` from the environment when not overridden.
     pub use_environment: bool,
+    /// Model an upstream glibc, which ignores the resolution-cache note (the default models
+    /// nixpkgs PR #535735's patched glibc, which reads it).
+    pub unpatched_glibc: bool,
+    /// Do not follow the libraries loaded objects `dlopen`.
+    pub no_dlopen: bool,
 }
 
 /// Where each setting came from, for the report.
@@ -292,6 +302,8 @@ pub fn read_settings(
             cache,
             ld_library_path,
             interpreter,
+            read_ld_cache_note: !o.unpatched_glibc,
+            follow_dlopen: !o.no_dlopen,
         },
         prov,
     )

@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use elfpatch::note::ResolutionCache;
+use elfpatch::source::FileSource;
 use elfpatch::Elf;
 use serde::Serialize;
 use thiserror::Error;
@@ -19,6 +21,10 @@ pub enum RunpathTag {
     /// `DT_RPATH`.
     #[serde(rename = "RPATH")]
     Rpath,
+    /// The resolution-cache note (`.note.nixos.ldcache`), which the loader patched by nixpkgs
+    /// reads before the run path.
+    #[serde(rename = "NOTE")]
+    Note,
 }
 
 impl RunpathTag {
@@ -27,6 +33,7 @@ impl RunpathTag {
         match self {
             RunpathTag::Runpath => "RUNPATH",
             RunpathTag::Rpath => "RPATH",
+            RunpathTag::Note => "NOTE",
         }
     }
 }
@@ -70,6 +77,41 @@ pub fn run_paths(elf: &Elf) -> Vec<(RunpathTag, &[u8])> {
 /// Opens `path` and parses its headers if it is an ELF file; `Ok(None)` when it is not (after
 /// reading 4 bytes).
 pub fn open(path: &Path) -> Result<Option<Elf>, FileError> {
+    Ok(open_file(path)?.map(|(_, elf)| elf))
+}
+
+/// A file's resolution-cache note: where it is, and what it says.
+#[derive(Clone, Debug)]
+pub struct Note {
+    /// File offset of the note.
+    pub offset: u64,
+    /// Its entries.
+    pub cache: ResolutionCache,
+}
+
+/// Like [`open`], with the file's resolution-cache note (read through the same open file,
+/// only its note segments and sections). A note that cannot be parsed is an error naming the
+/// file and the offset.
+pub fn open_noted(path: &Path) -> Result<Option<(Elf, Option<Note>)>, FileError> {
+    let Some((f, elf)) = open_file(path)? else {
+        return Ok(None);
+    };
+    let source = FileSource {
+        file: &f,
+        len: elf.file_len,
+    };
+    let with_path = |e: elfpatch::Error| FileError::Elf(e.with_path(path));
+    let note = match elfpatch::note::find(&source, &elf).map_err(with_path)? {
+        Some(n) => Some(Note {
+            offset: n.offset,
+            cache: n.cache().map_err(with_path)?,
+        }),
+        None => None,
+    };
+    Ok(Some((elf, note)))
+}
+
+fn open_file(path: &Path) -> Result<Option<(File, Elf)>, FileError> {
     let io_err = |source| FileError::Io {
         path: path.to_path_buf(),
         source,
@@ -89,7 +131,7 @@ pub fn open(path: &Path) -> Result<Option<Elf>, FileError> {
     }
     let len = f.metadata().map_err(io_err)?.len();
     Elf::read_file(&f, len)
-        .map(Some)
+        .map(|elf| Some((f, elf)))
         .map_err(|e| FileError::Elf(e.with_path(path)))
 }
 

@@ -166,6 +166,40 @@ struct ExplainArgs {
     /// Also treat directories matching GLOB as stub directories (repeatable).
     #[arg(long = "stub-pattern", value_name = "GLOB")]
     stub_patterns: Vec<String>,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+/// Which glibc the loader model stands for.
+#[derive(Clone, Copy, ValueEnum)]
+enum Glibc {
+    /// nixpkgs PR #535735's glibc, which reads the resolution-cache note (.note.nixos.ldcache)
+    /// after LD_LIBRARY_PATH and before the run path.
+    Patched,
+    /// Upstream glibc, which ignores the note.
+    Upstream,
+}
+
+/// How `explain` and `audit` model the loader.
+#[derive(Args)]
+struct ModelArgs {
+    /// The glibc to model. The default is the patched one: a file carries the note only when
+    /// built by a nixpkgs whose glibc reads it, and a note that pins a stub must show.
+    #[arg(long, value_enum, value_name = "GLIBC", default_value = "patched")]
+    glibc: Glibc,
+    /// Do not follow the libraries loaded objects dlopen() (.note.dlopen, NVIDIA's libraries).
+    #[arg(long)]
+    no_dlopen: bool,
+}
+
+impl ModelArgs {
+    fn overrides(&self) -> SettingsOverrides {
+        SettingsOverrides {
+            unpatched_glibc: matches!(self.glibc, Glibc::Upstream),
+            no_dlopen: self.no_dlopen,
+            ..SettingsOverrides::default()
+        }
+    }
 }
 
 /// The least severe finding that makes `audit` fail.
@@ -203,6 +237,8 @@ struct AuditArgs {
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    #[command(flatten)]
+    model: ModelArgs,
 }
 
 #[derive(Args)]
@@ -364,6 +400,7 @@ fn run_explain(a: ExplainArgs) -> ExitCode {
             platform: a.platform.map(OsString::into_vec),
             interpreter: a.interpreter.map(OsString::into_vec),
             use_environment: true,
+            ..a.model.overrides()
         },
         stubs: matcher_of(&a.stub_patterns),
     }))
@@ -387,6 +424,7 @@ fn run_audit(a: AuditArgs) -> ExitCode {
         build_dirs: a.build_dirs,
         stubs: matcher_of(&a.stub_patterns),
         root: a.root,
+        model: a.model.overrides(),
     }))
 }
 

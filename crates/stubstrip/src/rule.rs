@@ -5,6 +5,8 @@
 //! exactly once iff the input had a stub or a driver link entry, and applying the rule twice
 //! changes nothing more than applying it once.
 
+use elfpatch::note::{Hint, ResolutionCache};
+
 /// A glob over a whole run path entry: `*` matches any run of bytes (including `/`), `?` one byte,
 /// `[...]` a byte class (`[!...]` or `[^...]` negated, ranges with `-`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,6 +130,17 @@ impl StubMatcher {
             || self.patterns.iter().any(|g| g.matches(entry))
     }
 
+    /// The hints of a resolution-cache note that name a stub directory ([`hint_dir`]), with
+    /// their entry's name, in order.
+    pub fn note_stub_hints<'a>(&self, cache: &'a ResolutionCache) -> Vec<(&'a [u8], &'a Hint)> {
+        cache
+            .entries
+            .iter()
+            .flat_map(|e| e.hints.iter().map(move |h| (e.needed.as_slice(), h)))
+            .filter(|(_, h)| self.is_stub(hint_dir(h)))
+            .collect()
+    }
+
     /// The stub entries of a colon-separated run path, in order.
     pub fn stub_entries<'a>(&self, runpath: &'a [u8]) -> Vec<&'a [u8]> {
         runpath
@@ -211,40 +224,130 @@ impl StubRule {
     /// - with a compat directory, it sits immediately before the driver link (once).
     pub fn rewrite(&self, runpath: &[u8]) -> Option<RunpathRewrite> {
         let entries: Vec<&[u8]> = runpath.split(|&c| c == b':').collect();
-        let driver = self.driver_link.as_slice();
         let compat = self.compat.as_deref();
-        let had_stub = entries.iter().any(|e| self.stubs.is_stub(e));
-        let drivers = entries.iter().filter(|e| **e == driver).count();
+        let (out, removed) =
+            self.rewrite_items(&entries, |e| e, self.driver_link.as_slice(), compat)?;
+        let new = out.join(&b':');
+        (new != runpath).then_some(RunpathRewrite {
+            new,
+            removed: removed.into_iter().map(<[u8]>::to_vec).collect(),
+        })
+    }
+
+    /// The rule over any list of run path items, each read as a directory by `dir`: `driver`
+    /// and `compat` are the items to put in (see [`StubRule::rewrite`]). `None` when nothing
+    /// changes; else the new items and the stub items removed.
+    fn rewrite_items<T: Clone + PartialEq>(
+        &self,
+        items: &[T],
+        dir: impl Fn(&T) -> &[u8],
+        driver: T,
+        compat: Option<T>,
+    ) -> Option<(Vec<T>, Vec<T>)> {
+        let driver_dir = self.driver_link.as_slice();
+        let compat_dir = self.compat.as_deref();
+        let had_stub = items.iter().any(|e| self.stubs.is_stub(dir(e)));
+        let drivers = items.iter().filter(|e| dir(e) == driver_dir).count();
         if !had_stub && drivers <= 1 {
             return None;
         }
-        let mut out: Vec<&[u8]> = Vec::with_capacity(entries.len() + 1);
+        let mut out: Vec<T> = Vec::with_capacity(items.len() + 1);
         let mut removed = Vec::new();
         let mut emitted = false;
-        for e in &entries {
-            let is_stub = self.stubs.is_stub(e);
+        for e in items {
+            let is_stub = self.stubs.is_stub(dir(e));
             if is_stub {
-                removed.push(e.to_vec());
+                removed.push(e.clone());
             }
-            let is_driver = *e == driver;
-            let is_compat = compat == Some(*e);
+            let is_driver = dir(e) == driver_dir;
+            let is_compat = compat_dir == Some(dir(e));
             // Where the driver link goes: its existing place, else the first stub's.
             let here = if drivers > 0 { is_driver } else { is_stub };
             if here && !emitted {
-                if let (Some(c), true) = (compat, had_stub) {
-                    out.push(c);
+                if let (Some(c), true) = (&compat, had_stub) {
+                    out.push(c.clone());
                 }
-                out.push(driver);
+                out.push(if is_driver { e.clone() } else { driver.clone() });
                 emitted = true;
             } else if is_stub || is_driver || (is_compat && had_stub) {
                 continue;
             } else {
-                out.push(e);
+                out.push(e.clone());
             }
         }
-        let new = out.join(&b':');
-        (new != runpath).then_some(RunpathRewrite { new, removed })
+        (out != items).then_some((out, removed))
     }
+
+    /// Applies the rule to the entries of a resolution-cache note ([`elfpatch::note`]), so
+    /// that each says what the fixed run path means: in each entry's hints, read as
+    /// directories (a `?` hint's directory, the directory of an `=` hint's file), the first
+    /// stub becomes `?<driver link>` (after `?<compat>` with a compat directory), later stubs
+    /// go, an existing driver link hint stays where it is. An `=` path into the stubs never
+    /// survives. Entries without a stub hint, and their order, stay. `None` when nothing
+    /// changes.
+    pub fn rewrite_note(&self, cache: &ResolutionCache) -> Option<NoteRewrite> {
+        let driver = Hint::Search(self.driver_link.clone());
+        let compat = self.compat.clone().map(Hint::Search);
+        let mut changes = Vec::new();
+        let mut new = cache.clone();
+        for entry in new.entries.iter_mut() {
+            // An entry without a stub stays as patchelf wrote it, duplicate hints included (a
+            // name or a directory listed twice), unlike a run path, whose duplicate driver
+            // links the rule folds.
+            if !entry.hints.iter().any(|h| self.stubs.is_stub(hint_dir(h))) {
+                continue;
+            }
+            let rewritten =
+                self.rewrite_items(&entry.hints, hint_dir, driver.clone(), compat.clone());
+            if let Some((hints, removed)) = rewritten {
+                changes.push(NoteEntryChange {
+                    needed: entry.needed.clone(),
+                    old: entry.hints.clone(),
+                    new: hints.clone(),
+                    removed_dirs: removed.iter().map(|h| hint_dir(h).to_vec()).collect(),
+                });
+                entry.hints = hints;
+            }
+        }
+        (!changes.is_empty()).then_some(NoteRewrite {
+            cache: new,
+            changes,
+        })
+    }
+}
+
+/// The directory a hint stands for: a `?` hint's directory, the directory of an `=` hint's
+/// file (everything before its last `/`).
+pub fn hint_dir(h: &Hint) -> &[u8] {
+    match h {
+        Hint::Search(d) => d,
+        Hint::Exact(p) => p
+            .iter()
+            .rposition(|&b| b == b'/')
+            .map_or(&p[..0], |i| &p[..i]),
+    }
+}
+
+/// One note entry the rule changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoteEntryChange {
+    /// The `DT_NEEDED` name.
+    pub needed: Vec<u8>,
+    /// Its hints before.
+    pub old: Vec<Hint>,
+    /// Its hints after.
+    pub new: Vec<Hint>,
+    /// The stub directories its removed hints stood for, in order.
+    pub removed_dirs: Vec<Vec<u8>>,
+}
+
+/// The result of applying the rule to a note.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NoteRewrite {
+    /// The note's new contents.
+    pub cache: ResolutionCache,
+    /// The entries that changed, in note order.
+    pub changes: Vec<NoteEntryChange>,
 }
 
 #[cfg(test)]
@@ -353,6 +456,83 @@ mod tests {
         assert_eq!(rule(None).check(), Ok(()));
     }
 
+    fn cache(entries: &[(&str, &[&str])]) -> ResolutionCache {
+        let hint = |h: &str| match h.as_bytes().split_first() {
+            Some((b'=', p)) => Hint::Exact(p.to_vec()),
+            Some((_, d)) => Hint::Search(d.to_vec()),
+            None => panic!("empty test hint"),
+        };
+        ResolutionCache {
+            entries: entries
+                .iter()
+                .map(|(n, hs)| elfpatch::note::Entry {
+                    needed: n.as_bytes().to_vec(),
+                    hints: hs.iter().map(|h| hint(h)).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn note_entries_that_name_a_stub_search_the_driver_link_instead() {
+        let store = format!("/nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib");
+        let pinned = format!("={store}/libcuda.so.1");
+        let before = cache(&[
+            (
+                "libcuda.so.1",
+                &["?$ORIGIN", &pinned, "?/x/lib/stubs", "=/a/libcuda.so.1"],
+            ),
+            ("libm.so.6", &["?$ORIGIN", "?/x/lib/stubs"]),
+            ("libz.so", &["=/a/libz.so"]),
+        ]);
+        let rw = rule(None).rewrite_note(&before).unwrap();
+        let after = cache(&[
+            (
+                "libcuda.so.1",
+                &["?$ORIGIN", "?/run/opengl-driver/lib", "=/a/libcuda.so.1"],
+            ),
+            ("libm.so.6", &["?$ORIGIN", "?/run/opengl-driver/lib"]),
+            ("libz.so", &["=/a/libz.so"]),
+        ]);
+        assert_eq!(rw.cache, after);
+        assert_eq!(rw.changes.len(), 2);
+        assert_eq!(
+            rw.changes[0].removed_dirs,
+            vec![store.into_bytes(), b"/x/lib/stubs".to_vec()]
+        );
+        // Idempotent, and a note without stubs is left alone.
+        assert_eq!(rule(None).rewrite_note(&after), None);
+        assert!(StubMatcher::default().note_stub_hints(&after).is_empty());
+        assert_eq!(StubMatcher::default().note_stub_hints(&before).len(), 3);
+    }
+
+    #[test]
+    fn in_the_note_compat_comes_first_and_an_existing_driver_hint_stays() {
+        let r = rule(Some("/nix/store/c-cuda_compat/compat"));
+        let rw = r
+            .rewrite_note(&cache(&[(
+                "libcuda.so.1",
+                &["=/x/stubs/libcuda.so.1", "?/a"],
+            )]))
+            .unwrap();
+        assert_eq!(
+            rw.cache,
+            cache(&[(
+                "libcuda.so.1",
+                &[
+                    "?/nix/store/c-cuda_compat/compat",
+                    "?/run/opengl-driver/lib",
+                    "?/a"
+                ]
+            )])
+        );
+        let present = "=/run/opengl-driver/lib/libcuda.so.1";
+        let rw = rule(None)
+            .rewrite_note(&cache(&[("libcuda.so.1", &["?/x/stubs", present])]))
+            .unwrap();
+        assert_eq!(rw.cache, cache(&[("libcuda.so.1", &[present])]));
+    }
+
     #[test]
     fn nothing_to_do_is_none() {
         let r = rule(None);
@@ -381,7 +561,48 @@ mod tests {
         ]
     }
 
+    fn hint() -> impl Strategy<Value = Hint> {
+        (entry(), any::<bool>()).prop_map(|(dir, exact)| match exact && dir.starts_with('/') {
+            true => Hint::Exact(format!("{dir}/libcuda.so.1").into_bytes()),
+            false => Hint::Search(dir.into_bytes()),
+        })
+    }
+
     proptest! {
+        #[test]
+        fn note_rule_properties(lists in prop::collection::vec(prop::collection::vec(hint(), 1..6), 0..4), with_compat: bool) {
+            let r = rule(with_compat.then_some("/nix/store/c-cuda_compat/compat"));
+            let before = ResolutionCache {
+                entries: lists
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, hints)| elfpatch::note::Entry { needed: format!("lib{i}.so").into_bytes(), hints })
+                    .collect(),
+            };
+            let after = r.rewrite_note(&before).map_or_else(|| before.clone(), |rw| rw.cache);
+            // No hint into a stub survives; no entry is lost or reordered.
+            prop_assert!(r.stubs.note_stub_hints(&after).is_empty());
+            let names = |c: &ResolutionCache| c.entries.iter().map(|e| e.needed.clone()).collect::<Vec<_>>();
+            prop_assert_eq!(names(&after), names(&before));
+            for (b, a) in before.entries.iter().zip(&after.entries) {
+                let stubbed = b.hints.iter().any(|h| r.stubs.is_stub(hint_dir(h)));
+                // Entries without a stub are untouched; the others search the driver link.
+                if !stubbed {
+                    prop_assert_eq!(&a.hints, &b.hints);
+                } else {
+                    let driver = a.hints.iter().filter(|h| hint_dir(h) == r.driver_link.as_slice()).count();
+                    prop_assert_eq!(driver, 1);
+                }
+                // The other hints keep their order.
+                let special = |h: &&Hint| r.stubs.is_stub(hint_dir(h)) || hint_dir(h) == r.driver_link.as_slice() || r.compat.as_deref() == Some(hint_dir(h));
+                let keep = |v: &[Hint]| v.iter().filter(|h| !special(h)).cloned().collect::<Vec<_>>();
+                prop_assert_eq!(keep(&a.hints), keep(&b.hints));
+            }
+            // Idempotent, and what it writes is a descriptor that parses back.
+            prop_assert_eq!(r.rewrite_note(&after), None);
+            prop_assert_eq!(ResolutionCache::parse(&after.to_descriptor()).ok(), Some(after.clone()));
+        }
+
         #[test]
         fn rule_properties(entries in prop::collection::vec(entry(), 0..8), with_compat: bool) {
             let r = rule(with_compat.then_some("/nix/store/c-cuda_compat/compat"));

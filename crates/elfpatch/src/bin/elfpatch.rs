@@ -6,147 +6,33 @@
 //! remove/replace/add needed), so a patchelf command line for these operations runs unchanged.
 //! Differences, on purpose: every file is processed even after one fails (each failure is one line
 //! on stderr), and the exit status tells what went wrong (see `--help`).
+//!
+//! The options are one table (`options::OPTIONS`) that parsing, `--help`, the man page
+//! (`--generate-man`) and the completions (`--generate-completion SHELL`) are all made from; how to
+//! add one is said at the top of options.rs. Paths named on the command line are followed through
+//! symlinks, as patchelf follows them (the library's own opens never follow one).
+
+#[path = "elfpatch/docs.rs"]
+mod docs;
+#[path = "elfpatch/options.rs"]
+mod options;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use elfpatch::{edit_to, Edit, Elf, ElfFile, ErrorKind, Options};
-
-const USAGE: &str = "\
-usage: elfpatch [OPTIONS] FILE...
-
-Reads and edits the dynamic section of ELF files, patchelf-compatible.
-
-  --print-interpreter          print PT_INTERP
-  --set-interpreter PATH       set PT_INTERP
-  --print-soname               print DT_SONAME (nothing, status 0, when absent: as patchelf)
-  --set-soname NAME            set DT_SONAME (shared libraries only; ignored with a warning otherwise, as patchelf)
-  --print-rpath                print DT_RUNPATH, or DT_RPATH when there is no DT_RUNPATH
-  --set-rpath PATH             set the run path (DT_RUNPATH; DT_RPATH with --force-rpath)
-  --add-rpath PATH             append to the run path
-  --remove-rpath               remove DT_RPATH and DT_RUNPATH
-  --shrink-rpath               keep only run path entries that hold a needed library
-  --allowed-rpath-prefixes P   with --shrink-rpath, keep only entries starting with one of P (colon-separated)
-  --force-rpath                use DT_RPATH rather than DT_RUNPATH
-  --print-needed               print DT_NEEDED entries
-  --add-needed LIB             add a DT_NEEDED entry (repeatable)
-  --remove-needed LIB          remove a DT_NEEDED entry and its version requirements (repeatable)
-  --replace-needed OLD NEW     rename a DT_NEEDED entry and its version requirements (repeatable)
-  --page-size SIZE             alignment of an appended segment (default: the file's largest p_align)
-  --output FILE                write the result to FILE instead of editing in place
-  --debug                      describe each edit's layout on stderr
-  --version, --help
-
-Exit status: 0 ok, 1 I/O error, 2 usage, 3 not ELF, 4 malformed file, 5 unsupported,
-6 refused as unsafe, 7 file changed or write failed (restored), 8 invalid request.";
-
-#[derive(Default)]
-struct Args {
-    print_interpreter: bool,
-    set_interpreter: Option<Vec<u8>>,
-    print_soname: bool,
-    set_soname: Option<Vec<u8>>,
-    print_rpath: bool,
-    set_rpath: Option<Vec<u8>>,
-    add_rpath: Option<Vec<u8>>,
-    remove_rpath: bool,
-    shrink_rpath: bool,
-    allowed_prefixes: Vec<Vec<u8>>,
-    force_rpath: bool,
-    print_needed: bool,
-    add_needed: Vec<Vec<u8>>,
-    remove_needed: Vec<Vec<u8>>,
-    replace_needed: Vec<(Vec<u8>, Vec<u8>)>,
-    page_size: Option<u64>,
-    output: Option<PathBuf>,
-    debug: bool,
-    files: Vec<PathBuf>,
-}
-
-fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("elfpatch: {msg}\n{USAGE}");
-    ExitCode::from(2)
-}
-
-fn parse_args(argv: Vec<OsString>) -> Result<Option<Args>, String> {
-    let mut a = Args::default();
-    let mut it = argv.into_iter();
-    let value = |it: &mut std::vec::IntoIter<OsString>, flag: &str| -> Result<Vec<u8>, String> {
-        it.next()
-            .map(|v| v.into_vec())
-            .ok_or_else(|| format!("{flag} needs an argument"))
-    };
-    let mut only_files = false;
-    while let Some(arg) = it.next() {
-        let s = arg.to_string_lossy();
-        if only_files || !s.starts_with("--") {
-            a.files.push(PathBuf::from(arg));
-            continue;
-        }
-        match s.as_ref() {
-            "--" => only_files = true,
-            "--print-interpreter" => a.print_interpreter = true,
-            "--set-interpreter" | "--interpreter" => a.set_interpreter = Some(value(&mut it, &s)?),
-            "--print-soname" => a.print_soname = true,
-            "--set-soname" => a.set_soname = Some(value(&mut it, &s)?),
-            "--print-rpath" => a.print_rpath = true,
-            "--set-rpath" => a.set_rpath = Some(value(&mut it, &s)?),
-            "--add-rpath" => a.add_rpath = Some(value(&mut it, &s)?),
-            "--remove-rpath" => a.remove_rpath = true,
-            "--shrink-rpath" => a.shrink_rpath = true,
-            "--allowed-rpath-prefixes" => {
-                a.allowed_prefixes = value(&mut it, &s)?
-                    .split(|&b| b == b':')
-                    .filter(|p| !p.is_empty())
-                    .map(<[u8]>::to_vec)
-                    .collect();
-            }
-            "--force-rpath" => a.force_rpath = true,
-            "--print-needed" => a.print_needed = true,
-            "--add-needed" => a.add_needed.push(value(&mut it, &s)?),
-            "--remove-needed" => a.remove_needed.push(value(&mut it, &s)?),
-            "--replace-needed" => {
-                let old = value(&mut it, &s)?;
-                let new = value(&mut it, &s)?;
-                a.replace_needed.push((old, new));
-            }
-            "--page-size" => {
-                let v = value(&mut it, &s)?;
-                let n: u64 = String::from_utf8_lossy(&v).parse().map_err(|_| {
-                    format!("--page-size: not a number: {}", String::from_utf8_lossy(&v))
-                })?;
-                if n == 0 || !n.is_power_of_two() {
-                    return Err(format!("--page-size: {n} is not a power of two"));
-                }
-                a.page_size = Some(n);
-            }
-            "--output" => a.output = Some(PathBuf::from(OsString::from_vec(value(&mut it, &s)?))),
-            "--debug" => a.debug = true,
-            "--version" => {
-                println!("elfpatch {}", env!("CARGO_PKG_VERSION"));
-                return Ok(None);
-            }
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
-            other => return Err(format!("unknown or unsupported option {other}")),
-        }
-    }
-    if a.files.is_empty() {
-        return Err("no input file".into());
-    }
-    Ok(Some(a))
-}
+use elfpatch::{edit_to, resolve_symlinks, Edit, Elf, ElfFile, ErrorKind, Options};
+use options::{parse_args, Action, Args, ParseError};
 
 /// Why one file failed: elfpatch said so, or the file cannot answer a query.
 enum Failure {
     Elf(elfpatch::Error),
     /// `--print-interpreter` on a file without `PT_INTERP`.
     NoInterpreter(PathBuf),
+    /// `--build-resolution-cache` on a file whose note says something else (as patchelf).
+    StaleNote(PathBuf),
 }
 
 impl From<elfpatch::Error> for Failure {
@@ -164,15 +50,23 @@ impl std::fmt::Display for Failure {
                 "{}: has no PT_INTERP (it is most likely a shared library or statically linked)",
                 path.display()
             ),
+            Failure::StaleNote(path) => write!(
+                f,
+                "{}: {}",
+                path.display(),
+                elfpatch::resolution::ERR_ALREADY_PRESENT
+            ),
         }
     }
 }
 
 impl Failure {
-    /// The exit status (see `USAGE`).
+    /// The exit status (see `docs::EXIT`).
     fn exit_code(&self) -> u8 {
-        let Failure::Elf(e) = self else {
-            return 8;
+        let e = match self {
+            Failure::Elf(e) => e,
+            Failure::NoInterpreter(_) => return 8,
+            Failure::StaleNote(_) => return 6,
         };
         match e.kind() {
             ErrorKind::Io => 1,
@@ -284,22 +178,10 @@ fn line(out: &mut impl std::io::Write, s: &[u8]) {
     let _ = out.write_all(b"\n");
 }
 
-impl Args {
-    /// Whether the command line asks for any change.
-    fn edits_something(&self) -> bool {
-        self.set_interpreter.is_some()
-            || self.set_soname.is_some()
-            || self.set_rpath.is_some()
-            || self.add_rpath.is_some()
-            || self.remove_rpath
-            || self.shrink_rpath
-            || !self.add_needed.is_empty()
-            || !self.remove_needed.is_empty()
-            || !self.replace_needed.is_empty()
-    }
-}
-
-fn process(a: &Args, path: &Path) -> Result<(), Failure> {
+fn process(a: &Args, named: &Path) -> Result<(), Failure> {
+    // A symlink named on the command line is followed (`libz.so.1`), as patchelf does: an edit
+    // in place edits its target and leaves the link.
+    let path = &resolve_symlinks(named)?;
     // One open and one parse per file: for reading and writing when the file will be edited in
     // place (an unwritable file is then reported before anything is printed or planned).
     let in_place = a.output.is_none() && a.edits_something();
@@ -360,14 +242,24 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
         old: o.clone(),
         new: n.clone(),
     }));
-    edits.extend(a.add_needed.iter().map(|n| Edit::AddNeeded(n.clone())));
+    for n in &a.add_needed {
+        if e.needed().contains(&n.as_slice()) {
+            // patchelf 0.19.3 would add a second entry naming it; one is all the loader uses.
+            eprintln!(
+                "elfpatch: {}: {} is already needed, not added again",
+                path.display(),
+                String::from_utf8_lossy(n)
+            );
+        }
+        edits.push(Edit::AddNeeded(n.clone()));
+    }
     let opts = Options {
         page_size: a.page_size,
         ..Options::default()
     };
     let outcome = match &a.output {
         Some(o) => edit_to(path, o, &edits, &opts)?,
-        None if edits.is_empty() => return Ok(()),
+        None if edits.is_empty() => return build_note(a, path, &opts),
         None => file.edit(&edits, &opts)?,
     };
     if a.debug {
@@ -381,16 +273,95 @@ fn process(a: &Args, path: &Path) -> Result<(), Failure> {
             outcome.plan.new_len
         );
     }
+    build_note(a, a.output.as_deref().unwrap_or(path), &opts)
+}
+
+/// `--build-resolution-cache` on `path`, once the other edits are written: the descriptor
+/// patchelf 0.19.3 computes from the file's DT_NEEDED and run path, its warnings when there is
+/// nothing to write, its refusal when a note that says something else is already there.
+fn build_note(a: &Args, path: &Path, opts: &Options) -> Result<(), Failure> {
+    use elfpatch::resolution::{self, Built};
+    if !a.build_resolution_cache {
+        return Ok(());
+    }
+    let file = ElfFile::open_rw(path)?;
+    let e = file.elf();
+    let tables = file.tables()?;
+    // patchelf looks for the note by its section's name; elfpatch finds it by its segment too.
+    let present = tables.note.is_some()
+        || tables.note_fault.is_some()
+        || e.section_by_name(elfpatch::note::SECTION_NAME).is_some();
+    let nothing = |warning: &str| {
+        if present {
+            return Err(Failure::StaleNote(path.to_path_buf()));
+        }
+        eprintln!("{warning}");
+        Ok(())
+    };
+    if e.dynamic.is_none() {
+        return nothing(resolution::WARN_NO_DYNAMIC);
+    }
+    let built = resolution::build(&e.needed(), current_rpath(e), &resolution::SystemView);
+    let desc = match built {
+        Built::NothingToResolve => return nothing(resolution::WARN_NOTHING_TO_RESOLVE),
+        Built::NothingResolved => return nothing(resolution::WARN_NOTHING_RESOLVED),
+        Built::Cache(cache) => cache.to_descriptor(),
+    };
+    if present {
+        return match tables.note {
+            Some(n) if n.desc == desc => Ok(()),
+            _ => Err(Failure::StaleNote(path.to_path_buf())),
+        };
+    }
+    file.edit(&[Edit::SetResolutionCache(desc)], opts)?;
     Ok(())
 }
 
+/// What the program was called (`patchelf` when installed under that name).
+fn program_name(argv0: Option<&OsStr>) -> String {
+    argv0
+        .map(Path::new)
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
 fn main() -> ExitCode {
-    let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let args = match parse_args(argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => return ExitCode::SUCCESS,
-        Err(msg) => return usage_error(&msg),
+    let mut argv = std::env::args_os();
+    let program = program_name(argv.next().as_deref());
+    let argv: Vec<OsString> = argv.collect();
+    if argv.is_empty() {
+        // As patchelf: no arguments at all, the help on stderr and a failure.
+        eprint!("{}", docs::help());
+        return ExitCode::from(2);
+    }
+    let args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
+        Ok(a) => a,
+        Err(ParseError::Usage(msg)) => {
+            eprintln!("elfpatch: {msg} (see elfpatch --help)");
+            return ExitCode::from(2);
+        }
+        Err(ParseError::AtFile(msg)) => {
+            eprintln!("elfpatch: {msg}");
+            return ExitCode::from(1);
+        }
     };
+    if let Some(action) = args.action {
+        let text = match action {
+            Action::Help => docs::help(),
+            Action::Version => docs::version(&program),
+            Action::Man => docs::man(),
+            Action::Completion(shell) => docs::completion(shell),
+        };
+        print!("{text}");
+        if !text.ends_with('\n') {
+            println!();
+        }
+        return ExitCode::SUCCESS;
+    }
+    for w in &args.warnings {
+        eprintln!("elfpatch: warning: {w}");
+    }
     let mut status = 0u8;
     for f in &args.files {
         if let Err(e) = process(&args, f) {

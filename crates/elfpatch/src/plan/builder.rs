@@ -17,6 +17,7 @@ use object::elf;
 
 use super::contents::{section_at, NewVersions};
 use super::edits::{Desired, Entry, VerneedEdits};
+use super::note_edit::NoteChange;
 use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
 use crate::format::Shdr;
@@ -34,6 +35,8 @@ pub(super) struct Builder<'p, 'a> {
     pub(super) verneed_edits: VerneedEdits,
     /// The new interpreter path, when it changes.
     pub(super) interp: Option<Vec<u8>>,
+    /// What becomes of the resolution-cache note.
+    pub(super) note: NoteChange,
     writes: Vec<Write>,
 }
 
@@ -44,6 +47,7 @@ impl<'p, 'a> Builder<'p, 'a> {
             entries: desired.entries,
             verneed_edits: desired.verneed,
             interp: desired.interp,
+            note: desired.note,
             writes: Vec::new(),
         }
     }
@@ -70,7 +74,8 @@ impl<'p, 'a> Builder<'p, 'a> {
         };
         let fits = !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
-            && interp_fits;
+            && interp_fits
+            && self.planner.note_fits(&self.note);
         if fits {
             self.in_place(strings, versions, entries_changed)
         } else {

@@ -4,6 +4,7 @@
 
 use object::elf;
 
+use super::note_edit::NoteChange;
 use super::{Edit, Planner};
 use crate::error::{Error, Result};
 use crate::format::Dyn;
@@ -75,6 +76,8 @@ pub(super) struct Desired {
     pub(super) verneed: VerneedEdits,
     /// The new interpreter path, when an edit sets one.
     pub(super) interp: Option<Vec<u8>>,
+    /// What becomes of the resolution-cache note.
+    pub(super) note: NoteChange,
 }
 
 fn check_name(s: &[u8], what: &str) -> Result<()> {
@@ -91,9 +94,14 @@ impl<'a> Planner<'a> {
             entries: self.original_entries(),
             verneed: VerneedEdits::default(),
             interp: None,
+            note: NoteChange::Keep,
         };
         for edit in edits {
-            if !matches!(edit, Edit::SetInterpreter(_)) && self.elf.dynamic.is_none() {
+            let needs_dynamic = !matches!(
+                edit,
+                Edit::SetInterpreter(_) | Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache
+            );
+            if needs_dynamic && self.elf.dynamic.is_none() {
                 return Err(Error::unsupported(
                     "the file has no dynamic section (PT_DYNAMIC)",
                 ));
@@ -107,6 +115,7 @@ impl<'a> Planner<'a> {
             .verneed
             .renames
             .retain(|r| !removals.contains(&r.record));
+        desired.note = self.note_change(edits, &desired.entries)?;
         Ok(desired)
     }
 
@@ -173,6 +182,8 @@ impl<'a> Planner<'a> {
                 }
                 desired.interp = Some(s.clone());
             }
+            // Decided once every other edit is known (`note_change`).
+            Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
         }
         Ok(())
     }
@@ -332,7 +343,7 @@ impl<'a> Planner<'a> {
     }
 
     /// The string a value stands for (empty for a raw value).
-    fn value_of(&self, value: &Value) -> Vec<u8> {
+    pub(super) fn value_of(&self, value: &Value) -> Vec<u8> {
         match value {
             Value::Old(offset) => self.string(*offset).to_vec(),
             Value::New(s) => s.clone(),

@@ -95,6 +95,7 @@ impl Builder<'_, '_> {
             );
         }
         let mut shdrs: Vec<Shdr> = elf.sections.iter().map(|x| x.shdr).collect();
+        self.note_in_place(&mut shdrs)?;
         self.version_section_counts(&mut shdrs, &versions);
         self.section_header_writes(&shdrs);
         self.finish(Layout::InPlace, elf.file_len, Vec::new())

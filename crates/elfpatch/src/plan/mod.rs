@@ -23,6 +23,7 @@ mod builder;
 mod contents;
 mod edits;
 mod in_place;
+mod note_edit;
 mod preflight;
 pub mod strings;
 mod tags;
@@ -69,6 +70,18 @@ pub enum Edit {
     SetSoname(Vec<u8>),
     /// Set the `PT_INTERP` path.
     SetInterpreter(Vec<u8>),
+    /// Set the descriptor of the resolution-cache note ([`crate::note`]), adding the note (with a
+    /// `PT_NOTE` and, when the file has section headers, a `.note.nixos.ldcache` section) when
+    /// the file has none. The bytes must parse as a descriptor
+    /// ([`crate::note::ResolutionCache::parse`]). Overrides the automatic removal below.
+    SetResolutionCache(Vec<u8>),
+    /// Remove the resolution-cache note: its bytes are zeroed, its `PT_NOTE` becomes `PT_NULL`
+    /// and its section header an empty `SHT_NULL` entry.
+    ///
+    /// Without an explicit note edit, a plan that changes the `DT_NEEDED` list or the run path
+    /// (`DT_RUNPATH`, else `DT_RPATH`) removes the note too, as patchelf 0.19.3 does: its entries
+    /// would be stale.
+    RemoveResolutionCache,
 }
 
 /// Knobs for the planner.
@@ -289,7 +302,8 @@ impl<'a> Planner<'a> {
             .interp
             .as_ref()
             .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
-        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed {
+        let note_unchanged = desired.note == note_edit::NoteChange::Keep;
+        if !dynamic_changed && desired.verneed.is_empty() && !interp_changed && note_unchanged {
             return Ok(unchanged);
         }
         if dynamic_changed || !desired.verneed.is_empty() {

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use testkit::m32_works;
 #[allow(unused_imports)] // each test binary uses its own subset
-pub use testkit::{have, run_ok, skip};
+pub use testkit::{have, patchelf_0193, run_ok, skip};
 
 /// A way to build binaries: compiler and extra flags.
 #[derive(Clone, Debug)]

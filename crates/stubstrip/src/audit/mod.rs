@@ -1,16 +1,19 @@
 //! `stubstrip audit`: run path and dependency problems of every ELF file under the given paths,
 //! each with a stable code, a severity and a one-line fix.
 //!
-//! [`rules`] decides, from one file's dynamic information and a view of the filesystem, and
+//! [`rules`] decides, from one file's dynamic information and a view of the filesystem (with
+//! [`model_rules`] for the resolution-cache note and `dlopen`s), and
 //! [`report`] words the findings (both pure); [`run`] finds and reads the files, reads each
 //! architecture's loader settings once, and prints.
 
+pub mod model_rules;
 pub mod report;
 pub mod rules;
 pub mod run;
 
 use std::path::PathBuf;
 
+use ldso_model::settings::SettingsOverrides;
 use thiserror::Error;
 
 pub use rules::Severity;
@@ -38,6 +41,9 @@ pub struct AuditConfig {
     pub stubs: StubMatcher,
     /// Check run paths as if this directory were `/` (the files must lie inside it).
     pub root: Option<PathBuf>,
+    /// How to model the loader (which glibc, whether to follow `dlopen`s); only those two
+    /// fields are used.
+    pub model: SettingsOverrides,
 }
 
 /// Why one file could not be audited (the report names the file).

@@ -105,6 +105,35 @@ pub const HOST_ONLY: AuditRule = AuditRule {
     fix: "add the package providing the library to the inputs so that its lib directory lands in RUNPATH",
 };
 
+/// A resolution-cache note that pins a stub.
+pub const NOTE_PINS_STUB: AuditRule = AuditRule {
+    code: "SS009",
+    severity: Severity::Error,
+    title: "resolution-cache note (.note.nixos.ldcache) points into a CUDA stub directory",
+    fix: "run `stubstrip fix` on the output: the note's stub hints become the driver link",
+};
+/// A resolution-cache note the file's DT_NEEDED or run path no longer explains.
+pub const NOTE_STALE: AuditRule = AuditRule {
+    code: "SS010",
+    severity: Severity::Warning,
+    title: "stale resolution-cache note: it disagrees with DT_NEEDED or the run path",
+    fix: "rebuild the note after the last edit (patchelf --build-resolution-cache on a file without one), or remove it",
+};
+/// A resolution-cache note that points outside the store or into a build directory.
+pub const NOTE_OUTSIDE: AuditRule = AuditRule {
+    code: "SS011",
+    severity: Severity::Warning,
+    title: "resolution-cache note points outside the Nix store or into the build directory",
+    fix: "fix the run path it was built from, then rebuild the note",
+};
+/// A stub that loads only through a dlopen.
+pub const DLOPEN_STUB: AuditRule = AuditRule {
+    code: "SS012",
+    severity: Severity::Error,
+    title: "a CUDA stub is loaded only through a dlopen() (libcudart's of libcuda.so.1, ...)",
+    fix: "run `stubstrip fix` on the output that holds the dlopening library (its RUNPATH finds the stub)",
+};
+
 /// Every rule, in code order (the table in EXPLAIN.md).
 pub const RULES: &[AuditRule] = &[
     STUB_ENTRY,
@@ -115,6 +144,10 @@ pub const RULES: &[AuditRule] = &[
     NOT_FOUND,
     RPATH_ONLY,
     HOST_ONLY,
+    NOTE_PINS_STUB,
+    NOTE_STALE,
+    NOTE_OUTSIDE,
+    DLOPEN_STUB,
 ];
 
 /// The table of [`RULES`] in Markdown: code, severity, finding, fix.
@@ -158,7 +191,8 @@ pub struct AuditFinding {
 }
 
 impl AuditFinding {
-    fn new(rule: AuditRule, message: String) -> AuditFinding {
+    /// A finding of `rule` with this message and no details.
+    pub fn new(rule: AuditRule, message: String) -> AuditFinding {
         AuditFinding {
             code: rule.code,
             severity: rule.severity,
@@ -200,14 +234,16 @@ fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn trim_slashes(mut d: &[u8]) -> &[u8] {
+/// `d` without trailing slashes (`/` stays).
+pub(super) fn trim_slashes(mut d: &[u8]) -> &[u8] {
     while d.len() > 1 && d.ends_with(b"/") {
         d = &d[..d.len() - 1];
     }
     d
 }
 
-fn under(path: &[u8], dir: &[u8]) -> bool {
+/// Whether `path` is `dir` or lies inside it.
+pub(super) fn under(path: &[u8], dir: &[u8]) -> bool {
     let (p, d) = (trim_slashes(path), trim_slashes(dir));
     p == d || (p.starts_with(d) && p.get(d.len()) == Some(&b'/'))
 }
@@ -281,6 +317,8 @@ pub fn audit(f: &AuditSubject, cx: &AuditContext, fs: &dyn FsView) -> Vec<AuditF
         seen.push(raw);
         search.needed_findings(raw, &stub_findings, &mut out);
     }
+    out.extend(super::model_rules::note_findings(f, cx));
+    out.extend(super::model_rules::dlopen_findings(f, cx, fs));
     out
 }
 

@@ -72,7 +72,11 @@ fn audit_file(
                     target,
                     info.interpreter.as_deref(),
                     &fs,
-                    &SettingsOverrides::default(),
+                    &SettingsOverrides {
+                        unpatched_glibc: c.model.unpatched_glibc,
+                        no_dlopen: c.model.no_dlopen,
+                        ..SettingsOverrides::default()
+                    },
                 );
                 Arc::new(s)
             })

@@ -8,7 +8,8 @@ pub mod run;
 
 use std::path::PathBuf;
 
-use crate::elf_file::{FileError, RunpathTag};
+use crate::elf_file::{FileError, Note, RunpathTag};
+use crate::fix::plan::note_entry_text;
 use crate::rule::StubMatcher;
 
 /// Exit status: a stub entry was found.
@@ -44,6 +45,20 @@ pub fn stub_entries(
                 .stub_entries(value)
                 .into_iter()
                 .map(move |e| (tag, String::from_utf8_lossy(e).into_owned()))
+        })
+        .collect()
+}
+
+/// The stub hints of a file's resolution-cache note, as findings: each says the entry, the hint
+/// and the note's file offset.
+pub fn note_stub_entries(note: &Note, stubs: &StubMatcher) -> Vec<(RunpathTag, String)> {
+    stubs
+        .note_stub_hints(&note.cache)
+        .into_iter()
+        .map(|(needed, hint)| {
+            let text = note_entry_text(needed, std::slice::from_ref(hint));
+            let at = format!("{text} (note at offset {:#x})", note.offset);
+            (RunpathTag::Note, at)
         })
         .collect()
 }

@@ -5,14 +5,20 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::report::CheckReport;
-use super::{stub_entries, CheckConfig, CheckOutcome, EXIT_FILE_ERRORS, EXIT_STUBS_FOUND};
+use super::{
+    note_stub_entries, stub_entries, CheckConfig, CheckOutcome, EXIT_FILE_ERRORS, EXIT_STUBS_FOUND,
+};
 use crate::elf_file;
 use crate::rule::StubMatcher;
 use crate::walk;
 
 /// The stub entries left in one file.
 pub fn check_file(path: &Path, stubs: &StubMatcher) -> CheckOutcome {
-    Ok(elf_file::open(path)?.map(|elf| stub_entries(&elf_file::run_paths(&elf), stubs)))
+    Ok(elf_file::open_noted(path)?.map(|(elf, note)| {
+        let mut found = stub_entries(&elf_file::run_paths(&elf), stubs);
+        found.extend(note.iter().flat_map(|n| note_stub_entries(n, stubs)));
+        found
+    }))
 }
 
 /// Checks each file; the results in the order of `files`.

@@ -81,12 +81,17 @@ struct LookupView {
     #[serde(skip_serializing_if = "Option::is_none")]
     expanded: Option<String>,
     dlopen: bool,
+    /// For a `dlopen` the requester makes itself: where the model knows it from (its
+    /// `.note.dlopen`, or stubstrip's table of NVIDIA's `dlopen`s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dlopen_known_from: Option<String>,
     /// `loaded`, `already_loaded`, `not_found` or `error`.
     result: &'static str,
     path: Option<String>,
-    /// `RPATH`, `LD_LIBRARY_PATH`, `RUNPATH`, `ld.so.cache`, `default directories`, `direct`.
+    /// `RPATH`, `LD_LIBRARY_PATH`, `resolution-cache note`, `RUNPATH`, `ld.so.cache`,
+    /// `default directories`, `direct`.
     found_via: Option<&'static str>,
-    /// The object whose RPATH or RUNPATH found it.
+    /// The object whose RPATH, RUNPATH or resolution-cache note found it.
     search_list_of: Option<String>,
     /// For `already_loaded`: `name`, `soname` or `same file`.
     reused_by: Option<&'static str>,
@@ -112,6 +117,10 @@ struct SettingsView {
     lib: String,
     platform: Option<String>,
     platform_from: String,
+    /// `read` (nixpkgs PR #535735's patched glibc) or `ignored` (upstream glibc).
+    resolution_cache_note: &'static str,
+    /// Whether the `dlopen`s of loaded objects are followed.
+    dlopen_followed: bool,
 }
 
 #[derive(Serialize, Default)]
@@ -120,6 +129,8 @@ struct ExplainSummary {
     not_found: usize,
     errors: usize,
     stubs: usize,
+    /// `dlopen`s of loaded objects that find nothing (the program copes: not a problem).
+    dlopen_not_found: usize,
 }
 
 /// The report of `stubstrip explain`.
@@ -141,6 +152,7 @@ fn step_kind(step: SearchStep) -> &'static str {
         SearchStep::Direct => "direct",
         SearchStep::Rpath(_) => "RPATH",
         SearchStep::LdLibraryPath => "LD_LIBRARY_PATH",
+        SearchStep::Note(_) => "resolution-cache note",
         SearchStep::Runpath(_) => "RUNPATH",
         SearchStep::Cache => "ld.so.cache",
         SearchStep::DefaultDirs => "default directories",
@@ -149,7 +161,9 @@ fn step_kind(step: SearchStep) -> &'static str {
 
 fn owner(res: &Resolution, step: SearchStep) -> Option<String> {
     match step {
-        SearchStep::Rpath(i) | SearchStep::Runpath(i) => Some(s(&res.objects[i].path)),
+        SearchStep::Rpath(i) | SearchStep::Runpath(i) | SearchStep::Note(i) => {
+            Some(s(&res.objects[i].path))
+        }
         _ => None,
     }
 }
@@ -166,6 +180,7 @@ fn lookup_view(
         name: s(&r.name),
         expanded: (r.expanded != r.name).then(|| s(&r.expanded)),
         dlopen: r.dlopen,
+        dlopen_known_from: r.dlopen_source.as_ref().map(|d| d.describe()),
         result: "not_found",
         path: None,
         found_via: None,
@@ -183,7 +198,13 @@ fn lookup_view(
             })
             .collect(),
         notes: r.notes.clone(),
-        depth: if r.dlopen { 0 } else { depth },
+        // A dlopen asked for on the command line is the program's, at the top; one an object
+        // makes itself sits under that object.
+        depth: if r.dlopen && r.dlopen_source.is_none() {
+            0
+        } else {
+            depth
+        },
         object: None,
         loaded_here: false,
         requester: r.requester,
@@ -305,11 +326,10 @@ fn tree_order(r: &ExplainReport) -> Vec<usize> {
     out
 }
 
-/// The human-readable report: the loader's settings, then every lookup.
-fn render_text(r: &ExplainReport) -> String {
-    let mut o = String::new();
+/// The header of the report: the file and the loader's settings.
+fn render_settings(r: &ExplainReport, o: &mut String) {
     let _ = writeln!(
-        o,
+        *o,
         "{}: {}{}",
         r.file,
         r.architecture,
@@ -320,24 +340,44 @@ fn render_text(r: &ExplainReport) -> String {
     );
     let st = &r.settings;
     let _ = writeln!(
-        o,
+        *o,
         "  default dirs     {} ({})",
         st.default_dirs.join(":"),
         st.default_dirs_from
     );
-    let _ = writeln!(o, "  ld.so.cache      {}", st.cache);
+    let _ = writeln!(*o, "  ld.so.cache      {}", st.cache);
     let _ = writeln!(
-        o,
+        *o,
         "  LD_LIBRARY_PATH  {}",
         st.ld_library_path.as_deref().unwrap_or("(unset)")
     );
     let _ = writeln!(
-        o,
+        *o,
         "  $LIB={}  $PLATFORM={} ({})",
         st.lib,
         st.platform.as_deref().unwrap_or("(none)"),
         st.platform_from
     );
+    let _ = writeln!(
+        *o,
+        "  note             resolution-cache note {}; dlopen {}",
+        if st.resolution_cache_note == "read" {
+            "read (glibc patched as in nixpkgs PR #535735; --glibc upstream ignores it)"
+        } else {
+            "ignored (upstream glibc)"
+        },
+        if st.dlopen_followed {
+            "followed"
+        } else {
+            "not followed"
+        }
+    );
+}
+
+/// The human-readable report: the loader's settings, then every lookup.
+fn render_text(r: &ExplainReport) -> String {
+    let mut o = String::new();
+    render_settings(r, &mut o);
     let _ = writeln!(o);
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     for k in tree_order(r) {
@@ -356,7 +396,9 @@ fn render_text(r: &ExplainReport) -> String {
             Some(e) => format!("{} ({e})", l.name),
             None => l.name.clone(),
         };
-        let from = if l.dlopen {
+        let from = if l.dlopen_known_from.is_some() {
+            format!("dlopen {name}")
+        } else if l.dlopen {
             format!("dlopen({}) from {}", name, base(&l.requested_by))
         } else if r.filtered {
             format!("{name} (needed by {})", l.requested_by)
@@ -424,6 +466,13 @@ fn render_text(r: &ExplainReport) -> String {
         for n in &l.notes {
             let _ = writeln!(o, "{pad}      note: {n}");
         }
+        if let Some(k) = &l.dlopen_known_from {
+            let _ = writeln!(
+                o,
+                "{pad}      dlopen by {}, known from {k}",
+                base(&l.requested_by)
+            );
+        }
         if let (Some(st), "loaded") = (&l.stub, l.result) {
             let _ = writeln!(
                 o,
@@ -437,13 +486,26 @@ fn render_text(r: &ExplainReport) -> String {
     let sm = &r.summary;
     let _ = writeln!(
         o,
-        "\n{} loaded, {} not found, {} {}, {} {}",
+        "\n{} loaded, {} not found, {} {}, {} {}{}",
         sm.loaded,
         sm.not_found,
         sm.errors,
         if sm.errors == 1 { "error" } else { "errors" },
         sm.stubs,
-        if sm.stubs == 1 { "stub" } else { "stubs" }
+        if sm.stubs == 1 { "stub" } else { "stubs" },
+        if sm.dlopen_not_found > 0 {
+            format!(
+                " ({} dlopen {} nothing)",
+                sm.dlopen_not_found,
+                if sm.dlopen_not_found == 1 {
+                    "finds"
+                } else {
+                    "find"
+                }
+            )
+        } else {
+            String::new()
+        }
     );
     o
 }
@@ -464,6 +526,7 @@ impl ExplainReport {
         for l in &lookups {
             match l.result {
                 "loaded" => summary.loaded += 1,
+                "not_found" if l.dlopen_known_from.is_some() => summary.dlopen_not_found += 1,
                 "not_found" => summary.not_found += 1,
                 "error" => summary.errors += 1,
                 _ => {}
@@ -485,6 +548,12 @@ impl ExplainReport {
                 lib: s(&st.lib),
                 platform: st.platform.as_ref().map(|p| s(p)),
                 platform_from: prov.platform.clone(),
+                resolution_cache_note: if st.read_ld_cache_note {
+                    "read"
+                } else {
+                    "ignored"
+                },
+                dlopen_followed: st.follow_dlopen,
             },
             lookups,
             summary,
@@ -514,6 +583,97 @@ impl ExplainReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use elfpatch::note::{Entry, Hint, ResolutionCache};
+    use ldso_model::fsview::ElfInfo;
+    use ldso_model::memfs::{dynamic_info as info, x86_64_settings, MemFs};
+    use ldso_model::resolve::{resolve, Program};
+
+    const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
+    const DRIVER: &str = "/run/opengl-driver/lib";
+
+    fn explain(fs: &MemFs, exe: ElfInfo, st: &LoaderSettings) -> (String, ExplainReport) {
+        let program = Program {
+            path: b"/app/bin/app".to_vec(),
+            origin: b"/app/bin".to_vec(),
+            info: exe,
+        };
+        let res = resolve(program, &[], st, fs);
+        let m = StubMatcher::default();
+        let r = ExplainReport::new(&res, st, &SettingsProvenance::default(), &[], &m, fs);
+        (render_text(&r), r)
+    }
+
+    #[test]
+    fn a_dlopen_of_libcudart_is_shown_under_it_with_where_it_is_known_from() {
+        let mut fs = MemFs::default();
+        let cudart = ElfInfo {
+            soname: Some(b"libcudart.so.12".to_vec()),
+            ..info(&[], Some(STUBS), None)
+        };
+        fs.lib("/c/lib/libcudart.so.12", cudart)
+            .lib(&format!("{STUBS}/libcuda.so.1"), ElfInfo::default())
+            .lib(
+                "/t/lib/libtorch_cuda.so",
+                info(&["libcudart.so.12"], Some("/c/lib"), None),
+            );
+        let exe = info(&["libtorch_cuda.so"], Some("/t/lib"), None);
+        let (text, r) = explain(&fs, exe.clone(), &x86_64_settings(None));
+        let want = format!(
+            "\n        dlopen libcuda.so.1 => {STUBS}/libcuda.so.1  [RUNPATH of libcudart.so.12]\n"
+        );
+        assert!(text.contains(&want), "{text}");
+        let from =
+            "\n              dlopen by libcudart.so.12, known from stubstrip's NVIDIA table, \
+                    entry for libcudart.so.* (the CUDA runtime): NVIDIA CUDA Compatibility guide";
+        assert!(text.contains(from), "{text}");
+        assert!(text.contains("!!! STUB !!!"), "{text}");
+        assert_eq!(r.summary.stubs, 1);
+        assert!(r.has_problems());
+        // Without a driver anywhere, the dlopen finds nothing: not a problem by itself.
+        let mut fs2 = fs.clone();
+        fs2.nodes.remove(format!("{STUBS}/libcuda.so.1").as_bytes());
+        let (text, r) = explain(&fs2, exe.clone(), &x86_64_settings(None));
+        assert!(text.contains("dlopen libcuda.so.1 => NOT FOUND"), "{text}");
+        assert!(text.contains("(1 dlopen finds nothing)"), "{text}");
+        assert!(!r.has_problems());
+        let mut st = x86_64_settings(None);
+        st.follow_dlopen = false;
+        let (text, _) = explain(&fs, exe, &st);
+        assert!(!text.contains("libcuda.so.1"), "{text}");
+        assert!(text.contains("dlopen not followed"), "{text}");
+    }
+
+    #[test]
+    fn a_library_from_the_note_says_so_and_upstream_glibc_ignores_it() {
+        let mut fs = MemFs::default();
+        fs.lib(&format!("{STUBS}/libcuda.so.1"), ElfInfo::default())
+            .lib(&format!("{DRIVER}/libcuda.so.1"), ElfInfo::default());
+        let mut exe = info(&["libcuda.so.1"], Some(DRIVER), None);
+        exe.ld_cache_note = Some(Ok(ResolutionCache {
+            entries: vec![Entry {
+                needed: b"libcuda.so.1".to_vec(),
+                hints: vec![Hint::Exact(format!("{STUBS}/libcuda.so.1").into_bytes())],
+            }],
+        }));
+        let (text, r) = explain(&fs, exe.clone(), &x86_64_settings(None));
+        let want = format!("libcuda.so.1 => {STUBS}/libcuda.so.1  [resolution-cache note of app]");
+        assert!(text.contains(&want), "{text}");
+        assert_eq!(r.summary.stubs, 1);
+        let mut st = x86_64_settings(None);
+        st.read_ld_cache_note = false;
+        let (text, r) = explain(&fs, exe, &st);
+        assert!(
+            text.contains(&format!(
+                "libcuda.so.1 => {DRIVER}/libcuda.so.1  [RUNPATH of app]"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains("resolution-cache note ignored (upstream glibc)"),
+            "{text}"
+        );
+        assert_eq!(r.summary.stubs, 0);
+    }
 
     #[test]
     fn stubs_are_recognised_by_directory_or_link_target() {

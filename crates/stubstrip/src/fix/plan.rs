@@ -1,5 +1,6 @@
 //! What the rule asks of one file's run paths: the changes to report and the exact edits (pure).
 
+use elfpatch::note::{Hint, ResolutionCache};
 use elfpatch::Edit;
 use serde::Serialize;
 
@@ -32,12 +33,60 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Applies `rule` to each of a file's run paths (`DT_RUNPATH` first).
-pub fn plan(run_paths: &[(RunpathTag, &[u8])], rule: &StubRule) -> FixPlan {
+/// A note entry as text: `<needed> <hints>`, the hints as in the descriptor (`=a:?b`).
+pub fn note_entry_text(needed: &[u8], hints: &[Hint]) -> String {
+    let mut list = Vec::new();
+    for (i, h) in hints.iter().enumerate() {
+        if i > 0 {
+            list.push(b':');
+        }
+        list.push(h.marker());
+        list.extend_from_slice(h.path());
+    }
+    format!("{} {}", lossy(needed), lossy(&list))
+}
+
+/// Applies `rule` to each of a file's run paths (`DT_RUNPATH` first) and to its
+/// resolution-cache note. Whenever the file changes and has a note, the plan says what the note
+/// becomes (its entries rewritten, or the same): without that, elfpatch would drop a note
+/// whose run path changed.
+pub fn plan(
+    run_paths: &[(RunpathTag, &[u8])],
+    note: Option<&ResolutionCache>,
+    rule: &StubRule,
+) -> FixPlan {
+    let mut p = plan_run_paths(run_paths, rule);
+    let Some(cache) = note else {
+        return p;
+    };
+    let rewrite = rule.rewrite_note(cache);
+    if let Some(rw) = &rewrite {
+        p.changes.extend(rw.changes.iter().map(|c| RunpathChange {
+            tag: RunpathTag::Note,
+            old: note_entry_text(&c.needed, &c.old),
+            new: note_entry_text(&c.needed, &c.new),
+            removed: c.removed_dirs.iter().map(|d| lossy(d)).collect(),
+        }));
+    }
+    if !p.edits.is_empty() || rewrite.is_some() {
+        let cache = rewrite.map_or_else(|| cache.clone(), |rw| rw.cache);
+        p.edits
+            .push(Edit::SetResolutionCache(cache.to_descriptor()));
+    }
+    p
+}
+
+fn plan_run_paths(run_paths: &[(RunpathTag, &[u8])], rule: &StubRule) -> FixPlan {
     let mut p = FixPlan::default();
     for &(tag, value) in run_paths {
         let Some(rw) = rule.rewrite(value) else {
             continue;
+        };
+        let edit = match tag {
+            RunpathTag::Runpath => Edit::SetRunpath(rw.new.clone()),
+            RunpathTag::Rpath => Edit::SetRpath(rw.new.clone()),
+            // `run_paths` holds run paths only; the note is planned apart.
+            RunpathTag::Note => continue,
         };
         p.changes.push(RunpathChange {
             tag,
@@ -45,10 +94,7 @@ pub fn plan(run_paths: &[(RunpathTag, &[u8])], rule: &StubRule) -> FixPlan {
             new: lossy(&rw.new),
             removed: rw.removed.iter().map(|r| lossy(r)).collect(),
         });
-        p.edits.push(match tag {
-            RunpathTag::Runpath => Edit::SetRunpath(rw.new),
-            RunpathTag::Rpath => Edit::SetRpath(rw.new),
-        });
+        p.edits.push(edit);
     }
     p
 }
@@ -73,6 +119,7 @@ mod tests {
                 (RunpathTag::Runpath, b"/a:/x/stubs"),
                 (RunpathTag::Rpath, b"/x/stubs:/b"),
             ],
+            None,
             &rule(),
         );
         assert_eq!(
@@ -88,7 +135,7 @@ mod tests {
 
     #[test]
     fn run_paths_without_stubs_plan_nothing() {
-        let p = plan(&[(RunpathTag::Runpath, b"/a:/b")], &rule());
+        let p = plan(&[(RunpathTag::Runpath, b"/a:/b")], None, &rule());
         assert!(p.edits.is_empty() && p.changes.is_empty());
     }
 }

@@ -13,12 +13,16 @@ use crate::walk;
 
 /// Applies the rule to one file, writing only when something changes.
 pub fn fix_file(path: &Path, rule: &StubRule) -> FixOutcome {
-    let elf = match elf_file::open(path) {
-        Ok(Some(elf)) => elf,
+    let (elf, note) = match elf_file::open_noted(path) {
+        Ok(Some(x)) => x,
         Ok(None) => return FixOutcome::NotElf,
         Err(e) => return FixOutcome::Failed(e),
     };
-    let p = plan(&elf_file::run_paths(&elf), rule);
+    let p = plan(
+        &elf_file::run_paths(&elf),
+        note.as_ref().map(|n| &n.cache),
+        rule,
+    );
     drop(elf);
     if p.edits.is_empty() {
         return FixOutcome::Clean;

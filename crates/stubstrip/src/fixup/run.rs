@@ -68,7 +68,7 @@ pub fn run(c: &FixupConfig) -> u8 {
     }
     let check = CheckReport::new(&checked, &walk_errors);
     if check.stub_entries() > 0 {
-        let msg = "stub paths still present in RUNPATH after the fix:";
+        let msg = "stub paths still present in RUNPATH or the resolution-cache note after the fix:";
         let code = notes.fail(EXIT_STUBS_LEFT, msg);
         check.render(false, false).emit();
         return code;
@@ -88,6 +88,7 @@ pub fn run(c: &FixupConfig) -> u8 {
             build_dirs: Vec::new(),
             stubs: c.rule.stubs.clone(),
             root: None,
+            model: Default::default(),
         };
         let level = level.name();
         match audit::run::run(&audit) {

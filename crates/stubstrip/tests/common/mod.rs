@@ -379,3 +379,26 @@ pub fn keys(v: &Value) -> Vec<&str> {
     k.sort_unstable();
     k
 }
+
+/// Runs `c` and parses its stdout as JSON; also the exit status.
+pub fn json_output(c: &mut Command) -> (Value, i32) {
+    let out = c.output().unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// The codes of an `audit --json` report's findings, in order.
+pub fn finding_codes(v: &Value) -> Vec<String> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}

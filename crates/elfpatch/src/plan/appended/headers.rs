@@ -8,6 +8,7 @@ use super::{AppendedSegment, ItemKind, Mode, Room};
 use crate::error::{Error, Result};
 use crate::format::{Dyn, Header, Phdr, Shdr};
 use crate::plan::builder::Builder;
+use crate::plan::note_edit::new_note_phdr;
 use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type};
 use crate::read::{Dynamic, Elf};
 
@@ -24,6 +25,12 @@ impl Builder<'_, '_> {
         let format = self.planner.format;
         let dynamic = elf.dynamic.as_ref();
         let mut phdrs = elf.phdrs.clone();
+        let note = segment.item(ItemKind::Note);
+        self.planner.note_phdrs(
+            &self.note,
+            &mut phdrs,
+            note.map(|i| (i.offset, i.vaddr, i.size)),
+        );
         if let Some(moved) = segment.moved {
             for p in phdrs.iter_mut() {
                 let inside = p.p_filesz > 0
@@ -96,6 +103,9 @@ impl Builder<'_, '_> {
                     .rposition(|p| p.p_type == elf::PT_LOAD)
                     .map_or(phdrs.len(), |i| i + 1);
                 phdrs.insert(at, new_load);
+                if let (Some(item), 1) = (note, self.note_extra_phdrs()) {
+                    phdrs.insert(at + 1, new_note_phdr(item.offset, item.vaddr, item.size));
+                }
                 let table_size = (phdrs.len() * format.phdr_size()) as u64;
                 let table = segment.item(ItemKind::PhdrTable);
                 for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {

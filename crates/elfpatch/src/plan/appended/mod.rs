@@ -29,6 +29,7 @@ use super::builder::{Builder, ELF_AND_PROGRAM_HEADERS, ELF_HEADER};
 use super::contents::{
     encode_dynamic, pad, section_at, strtab_or_empty, NewStrings, NewVersions, TableAddresses,
 };
+use super::note_edit::NoteChange;
 use super::strings::{self, Range};
 use super::{Data, Layout, Phase, Plan, SectionMove};
 use crate::error::Result;
@@ -129,6 +130,7 @@ impl Builder<'_, '_> {
         entries_changed: bool,
     ) -> Result<Plan> {
         let elf = self.planner.elf;
+        self.planner.check_note_containers(&self.note, true)?;
         let segment = self.lay_out(&strings, &versions, entries_changed)?;
         let addresses = self.table_addresses(&segment);
         let final_dynamic =
@@ -154,16 +156,36 @@ impl Builder<'_, '_> {
                 &final_dynamic,
             );
         }
-        let headers = NewHeaders { header, phdrs };
+        let mut headers = NewHeaders { header, phdrs };
+        let mut end = segment.placed.end_offset.max(elf.file_len);
+        let note = segment.item(ItemKind::Note);
+        let added = note.and_then(|item| {
+            self.add_note_section(
+                (item.offset, item.vaddr, item.size),
+                &mut headers.header,
+                &sections.shdrs,
+                end,
+            )
+        });
         self.commit(&segment, &headers);
-        self.cleanup(&segment, &strings, &headers, &sections.shdrs);
+        // Once the section header table moved, its old copy is not written to.
+        let original: Vec<Shdr>;
+        let cleanup_shdrs = match added {
+            Some(_) => {
+                original = elf.sections.iter().map(|x| x.shdr).collect();
+                &original
+            }
+            None => &sections.shdrs,
+        };
+        self.cleanup(&segment, &strings, &headers, cleanup_shdrs);
+        end = end.max(added.unwrap_or(0));
         let fixups = self.symbol_fixups(&sections.shdrs, sections.moves);
         let layout = Layout::Appended {
             extended: matches!(segment.site.mode, Mode::Extend(_)),
             moved_phdrs: segment.table_moved(),
             moved: sections.names,
         };
-        self.finish(layout, segment.placed.end_offset.max(elf.file_len), fixups)
+        self.finish(layout, end, fixups)
     }
 
     /// Phase 1: the site of the segment, what moves into it, and where each item lands.
@@ -174,7 +196,7 @@ impl Builder<'_, '_> {
         entries_changed: bool,
     ) -> Result<AppendedSegment> {
         let elf = self.planner.elf;
-        let site = self.planner.choose_site()?;
+        let site = self.planner.choose_site_for(self.note_extra_phdrs())?;
         let block = match site.mode {
             Mode::New(Room::Block(block)) => Some(block),
             _ => None,
@@ -251,7 +273,8 @@ impl Builder<'_, '_> {
         let format = self.planner.format;
         let mut items: Vec<Item> = Vec::new();
         if matches!(mode, Mode::New(Room::MoveTable)) {
-            let size = (self.planner.new_phnum(mode) * format.phdr_size()) as u64;
+            let size =
+                (self.planner.new_phnum(mode, self.note_extra_phdrs()) * format.phdr_size()) as u64;
             items.push(Item::new(ItemKind::PhdrTable, size, format.word_size()));
         }
         if let Some(block) = block {
@@ -275,6 +298,10 @@ impl Builder<'_, '_> {
         if selection.dynamic {
             let size = (selection.dynamic_capacity * format.dyn_size()) as u64;
             items.push(Item::new(ItemKind::Dynamic, size, format.word_size()));
+        }
+        if let Some(bytes) = self.new_note_bytes() {
+            let align = self.planner.tables.note.as_ref().map_or(4, |n| n.align);
+            items.push(Item::new(ItemKind::Note, bytes.len() as u64, align));
         }
         items
     }
@@ -399,6 +426,24 @@ impl Builder<'_, '_> {
             let bytes = encode_dynamic(format, final_dynamic, selection.dynamic_capacity);
             self.push_bytes(item.offset, bytes, Phase::Stage, "dynamic section");
         }
+        self.stage_note(segment);
+    }
+
+    /// The new note in the segment; a copy of the old one in the moved block does not survive.
+    fn stage_note(&mut self, segment: &AppendedSegment) {
+        if let (Some(item), Some(bytes)) = (segment.item(ItemKind::Note), self.new_note_bytes()) {
+            self.push_bytes(item.offset, bytes, Phase::Stage, "resolution-cache note");
+        }
+        if let (Some(n), false) = (
+            self.planner.tables.note.as_ref(),
+            self.note == NoteChange::Keep,
+        ) {
+            if segment.in_block(n.offset) {
+                let at = segment.translate(n.offset);
+                let what = "old resolution-cache note in the moved block";
+                self.push(at, Data::Zero, n.size, Phase::Stage, what);
+            }
+        }
     }
 
     /// Phase 4: sections follow their contents; symbols defined in them follow the sections.
@@ -482,6 +527,15 @@ impl Builder<'_, '_> {
         if segment.table_moved() {
             names.push("program headers".into());
         }
+        let note = segment.item(ItemKind::Note);
+        self.planner.note_shdrs(
+            &self.note,
+            &mut shdrs,
+            note.map(|i| (i.offset, i.vaddr, i.size)),
+        );
+        if note.is_some() {
+            names.push(".note.nixos.ldcache".into());
+        }
         names.dedup();
         self.version_section_counts(&mut shdrs, versions);
         SectionMoves {
@@ -547,6 +601,12 @@ impl Builder<'_, '_> {
         }
         if let (true, Some(interp)) = (segment.selection.interp, elf.interp.as_ref()) {
             dead.push((interp.offset, interp.offset + interp.capacity));
+        }
+        if let (Some(n), false) = (
+            self.planner.tables.note.as_ref(),
+            self.note == NoteChange::Keep,
+        ) {
+            dead.push((n.offset, n.offset + n.size));
         }
         let mut live: Vec<Range> = Vec::new();
         let header = &headers.header;

@@ -48,16 +48,24 @@ pub(in crate::plan) struct Occupant {
 
 impl Planner<'_> {
     /// How to make room for one more program header.
+    #[cfg(test)]
     pub(in crate::plan) fn find_room(&self) -> Result<Room> {
+        self.find_room_for(0)
+    }
+
+    /// How to make room for one more program header and `extra` more (a `PT_NULL` entry is
+    /// reused only when one is all it takes).
+    pub(in crate::plan) fn find_room_for(&self, extra: usize) -> Result<Room> {
         let elf = self.elf;
         let format = self.format;
-        if let Some(i) = elf.phdrs.iter().position(|p| p.p_type == elf::PT_NULL) {
+        let null_slot = elf.phdrs.iter().position(|p| p.p_type == elf::PT_NULL);
+        if let (Some(i), 0) = (null_slot, extra) {
             return Ok(Room::NullSlot(i));
         }
-        if elf.phdrs.len() + 1 >= usize::from(elf::PN_XNUM) {
+        if elf.phdrs.len() + 1 + extra >= usize::from(elf::PN_XNUM) {
             return Err(Error::unsupported("too many program headers to add one"));
         }
-        let need = format.phdr_size() as u64;
+        let need = ((1 + extra) * format.phdr_size()) as u64;
         let table_start = elf.header.e_phoff;
         let table_end = table_start + (elf.phdrs.len() * format.phdr_size()) as u64;
         let Some(load) = elf

