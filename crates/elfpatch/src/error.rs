@@ -302,3 +302,18 @@ impl From<Repr> for Error {
         Error(Box::new(repr))
     }
 }
+
+/// Damage [`crate::Elf::read`] found in a part of the file no loader reads, and worked around
+/// without refusing the file: the section header table or its names. Kept on
+/// [`crate::Elf::warnings`] for the caller to report; what was ignored stays in the file as it
+/// was unless an edit has to drop it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{part}: {problem} ({detail})")]
+pub struct Warning {
+    /// The damaged part: `section header table`, `section header N`.
+    pub part: String,
+    /// What is wrong, in the words patchelf uses for it (`section name offset out of bounds`).
+    pub problem: &'static str,
+    /// The values found, and what the edit does instead.
+    pub detail: String,
+}

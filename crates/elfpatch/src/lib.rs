@@ -63,7 +63,7 @@ pub mod validate;
 #[cfg(feature = "fault-injection")]
 pub use apply::Fault;
 pub use apply::{ApplyOptions, ApplyReport};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, Result, Warning};
 pub use file::{edit_in_place, edit_to, resolve_symlinks, ElfFile, Outcome};
 pub use format::{Class, Endian, Format};
 pub use plan::{plan, Edit, Layout, Options, Plan};

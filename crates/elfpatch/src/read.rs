@@ -7,7 +7,7 @@
 
 use object::elf;
 
-use crate::error::{Error, Location, Repr, Result};
+use crate::error::{Error, Location, Repr, Result, Warning};
 use crate::format::{Class, Dyn, Endian, Format, Header, Phdr, Shdr};
 use crate::source::{check_range, read_range, FileSource, Prefetched, Source};
 
@@ -120,6 +120,9 @@ pub struct Elf {
     /// Up to [`PHDR_TAIL`] bytes that follow the program header table in the file (to tell whether
     /// the table can grow in place).
     pub phdr_tail: Vec<u8>,
+    /// Damage found in the section headers and worked around (see [`Warning`]): for the caller
+    /// to report.
+    pub warnings: Vec<Warning>,
 }
 
 /// The index of `EI_OSABI` in `e_ident` (not among `object`'s constants).
@@ -159,7 +162,8 @@ impl Elf {
         let header = format.decode_header(&ehdr);
         // No version check: the kernel looks at neither EI_VERSION nor e_version, and glibc
         // checks them only in the libraries it maps itself, not in the program.
-        let (sections, phnum) = read_sections(src, format, &header)?;
+        let mut warnings = Vec::new();
+        let (sections, phnum) = read_sections(src, format, &header, &mut warnings)?;
         let phdrs = read_phdrs(src, format, &header, phnum)?;
         let mut elf = Elf {
             format,
@@ -171,6 +175,7 @@ impl Elf {
             strtab: None,
             interp: None,
             phdr_tail: Vec::new(),
+            warnings,
         };
         let table_end = elf.header.e_phoff + (elf.phdrs.len() * format.phdr_size()) as u64;
         if !elf.phdrs.is_empty() && table_end < file_len {
@@ -409,7 +414,7 @@ impl Elf {
                 return Err(Error::malformed(
                     entry_off,
                     format!(
-                        "{} offset {:#x} is outside the {}-byte string table or not NUL-terminated",
+                        "{} offset {:#x} is outside the {}-byte string table or not NUL-terminated: string table index out of bounds",
                         tag_name(e.tag),
                         e.val,
                         s.bytes.len()
@@ -524,6 +529,7 @@ fn read_sections<S: Source + ?Sized>(
     src: &S,
     f: Format,
     h: &Header,
+    warnings: &mut Vec<Warning>,
 ) -> Result<(Vec<Section>, usize)> {
     let xnum = || {
         Error::malformed(
@@ -537,18 +543,133 @@ fn read_sections<S: Source + ?Sized>(
         }
         return Ok((Vec::new(), usize::from(h.e_phnum)));
     }
+    if usize::from(h.e_shentsize) != f.shdr_size() {
+        warnings.push(Warning {
+            part: "section header table".into(),
+            problem: "section headers have wrong size",
+            detail: format!(
+                "e_shentsize {}, expected {}; the table is ignored",
+                h.e_shentsize,
+                f.shdr_size()
+            ),
+        });
+    }
     match read_section_table(src, f, h) {
-        Ok(found) => Ok(found),
+        Ok((sections, phnum, names)) => {
+            warnings.extend(name_warnings(h, &sections, &names));
+            warnings.extend(alignment_warnings(&sections));
+            Ok((sections, phnum))
+        }
         Err(_) if h.e_phnum != elf::PN_XNUM => Ok((Vec::new(), usize::from(h.e_phnum))),
         Err(_) => Err(xnum()),
     }
+}
+
+/// What is wrong with the section names: patchelf refuses such files, we only lose the names
+/// (used to recognize a few sections; every decision also checks types and addresses).
+fn name_warnings(h: &Header, sections: &[Section], names: &Names) -> Vec<Warning> {
+    let table = |problem: &'static str, detail: String| Warning {
+        part: "section header table".into(),
+        problem,
+        detail,
+    };
+    let shstrndx = u64::from(h.e_shstrndx);
+    match names {
+        Names::None => return Vec::new(),
+        Names::IndexOutOfBounds => {
+            return vec![table(
+                "string table index out of bounds",
+                format!(
+                    "e_shstrndx {shstrndx}, {} sections; section names ignored",
+                    sections.len()
+                ),
+            )]
+        }
+        Names::PastEnd { offset, size } => {
+            return vec![table(
+                "section name string table: data region extends past file end",
+                format!("{offset:#x}+{size:#x}; section names ignored"),
+            )]
+        }
+        Names::Read(bytes) if bytes.is_empty() => {
+            return vec![table(
+                "section name string table size is zero",
+                "section names ignored".into(),
+            )]
+        }
+        Names::Read(_) => {}
+    }
+    let Names::Read(bytes) = names else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if bytes.last() != Some(&0) {
+        out.push(table(
+            "section name string table is not zero terminated",
+            "the last name is ignored".into(),
+        ));
+    }
+    for s in sections.iter().skip(1) {
+        let part = format!("section header {}", s.index);
+        if s.shdr.sh_name as usize >= bytes.len() {
+            out.push(Warning {
+                part,
+                problem: "section name offset out of bounds",
+                detail: format!(
+                    "sh_name {:#x}, name table of {} bytes; name ignored",
+                    s.shdr.sh_name,
+                    bytes.len()
+                ),
+            });
+        } else if bytes[s.shdr.sh_name as usize] == 0 && s.shdr.sh_type != elf::SHT_NULL {
+            out.push(Warning {
+                part,
+                problem: "refers to an unnamed section",
+                detail: format!("type {:#x}, sh_name {:#x}", s.shdr.sh_type, s.shdr.sh_name),
+            });
+        }
+    }
+    out
+}
+
+/// Sections whose file offset is not a multiple of their alignment: a reader that takes the
+/// header at its word (patchelf) would read misaligned tables. We find `.dynamic` and the other
+/// tables through the program headers and the dynamic array, not through these headers.
+fn alignment_warnings(sections: &[Section]) -> Vec<Warning> {
+    sections
+        .iter()
+        .filter(|s| {
+            let a = s.shdr.sh_addralign;
+            s.shdr.has_file_bytes() && a > 1 && a.is_power_of_two() && s.shdr.sh_offset % a != 0
+        })
+        .map(|s| Warning {
+            part: format!("section header {}", s.index),
+            problem: "section content is not naturally aligned",
+            detail: format!(
+                "sh_offset {:#x}, sh_addralign {}; the loader does not read it",
+                s.shdr.sh_offset, s.shdr.sh_addralign
+            ),
+        })
+        .collect()
+}
+
+/// The section name string table as found.
+enum Names {
+    /// `e_shstrndx` is 0, or names a section that is not a string table (nothing to say).
+    None,
+    /// `e_shstrndx` is past the table.
+    IndexOutOfBounds,
+    /// The table's bytes lie past the end of the file.
+    PastEnd { offset: u64, size: u64 },
+    /// Its bytes.
+    Read(Vec<u8>),
 }
 
 fn read_section_table<S: Source + ?Sized>(
     src: &S,
     f: Format,
     h: &Header,
-) -> Result<(Vec<Section>, usize)> {
+) -> Result<(Vec<Section>, usize, Names)> {
     let mut phnum = usize::from(h.e_phnum);
     if usize::from(h.e_shentsize) != f.shdr_size() {
         return Err(Error::malformed(
@@ -593,15 +714,38 @@ fn read_section_table<S: Source + ?Sized>(
         shdrs.push(sh0);
     }
     // Names only help to recognize sections: a name table that cannot be read leaves them empty.
-    let names = if shstrndx != 0 && (shstrndx as usize) < shdrs.len() {
+    let found = if shstrndx != 0 && (shstrndx as usize) < shdrs.len() {
         let s = shdrs[shstrndx as usize];
         if s.sh_type == elf::SHT_STRTAB && s.sh_size <= 16 << 20 {
-            read_range(src, s.sh_offset, s.sh_size, "section name string table").unwrap_or_default()
+            match read_range(src, s.sh_offset, s.sh_size, "section name string table") {
+                Ok(bytes) => Names::Read(bytes),
+                Err(_) => Names::PastEnd {
+                    offset: s.sh_offset,
+                    size: s.sh_size,
+                },
+            }
+        } else if s.sh_type == elf::SHT_STRTAB
+            && s.sh_offset
+                .checked_add(s.sh_size)
+                .is_none_or(|e| e > src.len())
+        {
+            Names::PastEnd {
+                offset: s.sh_offset,
+                size: s.sh_size,
+            }
         } else {
-            Vec::new()
+            Names::None
         }
+    } else if shstrndx != 0 || h.e_shstrndx == elf::SHN_XINDEX {
+        // SHN_XINDEX with section 0's sh_link 0 points nowhere either.
+        Names::IndexOutOfBounds
     } else {
-        Vec::new()
+        Names::None
+    };
+    let empty = Vec::new();
+    let names = match &found {
+        Names::Read(bytes) => bytes,
+        _ => &empty,
     };
     let sections = shdrs
         .into_iter()
@@ -614,7 +758,7 @@ fn read_section_table<S: Source + ?Sized>(
             Section { index, name, shdr }
         })
         .collect();
-    Ok((sections, phnum))
+    Ok((sections, phnum, found))
 }
 
 fn read_phdrs<S: Source + ?Sized>(
@@ -637,7 +781,12 @@ fn read_phdrs<S: Source + ?Sized>(
         ));
     }
     let len = (phnum * f.phdr_size()) as u64;
-    let table = read_range(src, h.e_phoff, len, "program header table")?;
+    let table = read_range(
+        src,
+        h.e_phoff,
+        len,
+        "program header table out of bounds: the table",
+    )?;
     let phdrs: Vec<Phdr> = table
         .chunks_exact(f.phdr_size())
         .map(|c| f.decode_phdr(c))
@@ -780,6 +929,14 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
         ));
     };
     let bytes = read_range(src, offset, size, "dynamic string table")?;
+    // Strings are read up to their NUL: a table whose last byte is not one lets the last string
+    // run on into whatever follows it (a copy would make that our strings).
+    if bytes.last().is_some_and(|&b| b != 0) {
+        return Err(Error::malformed(
+            offset + size - 1,
+            format!("DT_STRTAB: string table is not NUL-terminated (last of {size} bytes)"),
+        ));
+    }
     let section = by_kind.or_else(|| section_by_extent(e, offset, vaddr, size));
     Ok(Some(StrTab {
         offset,

@@ -436,6 +436,14 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
     let nbuckets = u64::from(f.u32(&head[0..]));
     let symoffset = u64::from(f.u32(&head[4..]));
     let bloom_size = u64::from(f.u32(&head[8..]));
+    // glibc takes each hash modulo the bucket count: with none, a lookup divides by zero. No
+    // linker writes that (GNU ld, gold, lld and mold all write at least one bucket).
+    if nbuckets == 0 {
+        return Err(Error::malformed(
+            r.offset,
+            "DT_GNU_HASH: hash table header out of range: 0 buckets",
+        ));
+    }
     let fixed = bloom_size
         .checked_mul(f.word_size())
         .and_then(|b| b.checked_add(16))
@@ -450,7 +458,7 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
     if r.offset + fixed > seg_end {
         return Err(Error::malformed(
             r.offset,
-            "DT_GNU_HASH table extends past what its segment maps from the file",
+            "DT_GNU_HASH: hash table header out of range: the table extends past what its segment maps from the file",
         ));
     }
     let buckets = read_range(
@@ -553,6 +561,7 @@ fn read_verneed<S: Source + ?Sized>(
             "version need records extend past what their segment maps from the file",
         ));
     }
+    check_verneed_names(e, &out)?;
     Ok((
         Region {
             offset: start,
@@ -561,6 +570,30 @@ fn read_verneed<S: Source + ?Sized>(
         },
         out,
     ))
+}
+
+/// Every file and version name of the version need records must start inside the dynamic
+/// string table: a replaced or removed needed library is matched, and renamed, by them.
+fn check_verneed_names(e: &Elf, records: &[VerneedEntry]) -> Result<()> {
+    let Some(strtab) = &e.strtab else {
+        return Ok(());
+    };
+    let len = strtab.bytes.len() as u64;
+    for r in records {
+        let names = std::iter::once((r.offset + 4, "vn_file", r.file))
+            .chain(r.aux.iter().map(|a| (a.offset + 8, "vna_name", a.name)));
+        for (at, field, value) in names {
+            if u64::from(value) >= len {
+                return Err(Error::malformed(
+                    at,
+                    format!(
+                        "version need record {field}: string table index out of bounds ({value:#x}, {len}-byte string table)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn read_verdef<S: Source + ?Sized>(src: &S, e: &Elf, vaddr: u64) -> Result<(Region, Vec<u32>)> {

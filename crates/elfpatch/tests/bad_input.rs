@@ -5,7 +5,7 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use elfpatch::{edit_in_place, Edit, Elf, ErrorKind, Options};
+use elfpatch::{edit_in_place, Edit, Elf, ErrorKind, Options, Warning};
 
 /// A real, small, dynamically linked executable built here, and its bytes.
 fn sample() -> (tempfile::TempDir, Vec<u8>) {
@@ -30,6 +30,11 @@ fn sample() -> (tempfile::TempDir, Vec<u8>) {
 
 /// Writes `bytes`, tries a growing edit, and returns the error kind; asserts the file is unchanged.
 fn edit_fails(dir: &Path, name: &str, bytes: &[u8]) -> ErrorKind {
+    edit_error(dir, name, bytes).kind()
+}
+
+/// [`edit_fails`], returning the error itself.
+fn edit_error(dir: &Path, name: &str, bytes: &[u8]) -> elfpatch::Error {
     let p: PathBuf = dir.join(name);
     fs::write(&p, bytes).unwrap();
     let edits = [
@@ -55,7 +60,7 @@ fn edit_fails(dir: &Path, name: &str, bytes: &[u8]) -> ErrorKind {
         bytes,
         "{name}: file changed after a failed edit"
     );
-    err.kind()
+    err
 }
 
 fn rd(b: &[u8], off: usize, n: usize) -> u64 {
@@ -302,4 +307,176 @@ fn an_error_says_its_kind_file_and_offset_and_keeps_its_cause() {
         .downcast_ref::<std::io::Error>()
         .expect("an io::Error");
     assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+}
+
+/// The byte offset of field `field` of section header `index` in a 64-bit file.
+fn shdr_field(b: &[u8], index: usize, field: usize) -> usize {
+    rd(b, 40, 8) as usize + index * 64 + field
+}
+
+/// The index of the section named `name`.
+fn section_index(b: &[u8], name: &[u8]) -> usize {
+    let elf = Elf::parse(b).unwrap();
+    elf.section_by_name(name).unwrap().index
+}
+
+/// Damage in the section headers, which no loader reads, is said in patchelf's words (it refuses
+/// such files) and edited around: the edit succeeds and the program runs.
+#[test]
+fn section_header_damage_is_warned_about_and_edited_around() {
+    let (d, bytes) = sample();
+    let shstrndx = rd(&bytes, 62, 2) as usize;
+    let names_off = rd(&bytes, shdr_field(&bytes, shstrndx, 24), 8) as usize;
+    let names_len = rd(&bytes, shdr_field(&bytes, shstrndx, 32), 8) as usize;
+    let dynamic = section_index(&bytes, b".dynamic");
+    let dynamic_off = rd(&bytes, shdr_field(&bytes, dynamic, 24), 8);
+    let cases: [(&str, usize, usize, u64, &str); 7] = [
+        (
+            "shstrndx",
+            62,
+            2,
+            0xffff,
+            "string table index out of bounds",
+        ),
+        (
+            "names-zero",
+            shdr_field(&bytes, shstrndx, 32),
+            8,
+            0,
+            "string table size is zero",
+        ),
+        (
+            "names-unterminated",
+            names_off + names_len - 1,
+            1,
+            u64::from(b'A'),
+            "string table is not zero terminated",
+        ),
+        (
+            "name-offset",
+            shdr_field(&bytes, 1, 0),
+            4,
+            0x7fff_ffff,
+            "section name offset out of bounds",
+        ),
+        ("shentsize", 58, 2, 48, "section headers have wrong size"),
+        (
+            "unnamed",
+            shdr_field(&bytes, 1, 0),
+            4,
+            0,
+            "refers to an unnamed section",
+        ),
+        (
+            "unaligned",
+            shdr_field(&bytes, dynamic, 24),
+            8,
+            dynamic_off + 1,
+            "section content is not naturally aligned",
+        ),
+    ];
+    let clean = Elf::parse(&bytes).unwrap();
+    assert_eq!(clean.warnings, Vec::<Warning>::new(), "the sample itself");
+    for (name, at, width, value, phrase) in cases {
+        let mut b = bytes.clone();
+        wr(&mut b, at, width, value);
+        let warnings = Elf::parse(&b).unwrap().warnings;
+        assert!(
+            warnings.iter().any(|w| w.problem.contains(phrase)),
+            "{name}: no warning saying {phrase:?}: {warnings:?}"
+        );
+        for w in &warnings {
+            assert_eq!(w.to_string().lines().count(), 1, "{name}: {w}");
+        }
+        let p = d.path().join(name);
+        fs::write(&p, &b).unwrap();
+        fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let edit = Edit::SetRunpath(
+            b"/a/directory/that/is/much/longer/than/the/old/one/to/force/growth".to_vec(),
+        );
+        edit_in_place(&p, &[edit], &Options::default())
+            .unwrap_or_else(|e| panic!("{name}: not edited: {e}"));
+        let (ok, out) = common::run_program(&p);
+        assert!(
+            ok && out.contains('x'),
+            "{name}: edited program does not run: {out}"
+        );
+    }
+}
+
+/// Damage an edit cannot work around is refused in a message that holds patchelf's words for it,
+/// and the file stays as it was.
+#[test]
+fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
+    let (d, bytes) = sample();
+    let elf = Elf::parse(&bytes).unwrap();
+    let shstrndx = rd(&bytes, 62, 2) as usize;
+    let dynamic = section_index(&bytes, b".dynamic");
+    let strtab = elf.strtab.as_ref().unwrap();
+    let verneed = elf
+        .section_by_name(b".gnu.version_r")
+        .unwrap()
+        .shdr
+        .sh_offset as usize;
+    let gnu_hash = elf.section_by_name(b".gnu.hash").unwrap().shdr.sh_offset as usize;
+    let cases: [(&str, usize, usize, u64, &str); 7] = [
+        (
+            "names-past-end",
+            shdr_field(&bytes, shstrndx, 32),
+            8,
+            0x7fff_ffff_ffff_ffff,
+            "data region extends past file end",
+        ),
+        (
+            "dynamic-past-end",
+            shdr_field(&bytes, dynamic, 24),
+            8,
+            0x7fff_ffff_ffff_ffff,
+            "data offset extends past file end",
+        ),
+        (
+            "dynstr-unterminated",
+            (strtab.offset as usize) + strtab.bytes.len() - 1,
+            1,
+            u64::from(b'A'),
+            "string table is not NUL-terminated",
+        ),
+        (
+            "verneed-file",
+            verneed + 4,
+            4,
+            0x7fff_ffff,
+            "string table index out of bounds",
+        ),
+        (
+            "gnu-hash-buckets",
+            gnu_hash,
+            4,
+            0,
+            "hash table header out of range",
+        ),
+        (
+            "gnu-hash-maskwords",
+            gnu_hash + 8,
+            4,
+            0x7fff_ffff,
+            "hash table header out of range",
+        ),
+        (
+            "phdr-offset",
+            32,
+            8,
+            0xffff_ff30,
+            "program header table out of bounds",
+        ),
+    ];
+    for (name, at, width, value, phrase) in cases {
+        let mut b = bytes.clone();
+        wr(&mut b, at, width, value);
+        let err = edit_error(d.path(), name, &b);
+        assert!(
+            err.to_string().contains(phrase),
+            "{name}: {err} lacks {phrase:?}"
+        );
+    }
 }

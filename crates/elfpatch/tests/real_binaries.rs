@@ -898,3 +898,79 @@ fn a_garbage_symbol_size_does_not_push_the_new_segment_out_of_reach() {
         );
     });
 }
+
+/// A library given a growing run path three times and stripped by GNU strip after each edit
+/// still loads (patchelf-suite's strip-gap-rewrite, lld and gold): the third edit moved
+/// `.dynstr` and `.dynamic` out of the segment the second edit appended, leaving a `PT_LOAD`
+/// no section covered; GNU strip rewrote it with `p_filesz` 0 at an offset not congruent to
+/// its address, and glibc refused the library ("ELF load command address/offset not
+/// page-aligned"). The program must run after every edit and every strip, and no `PT_LOAD`
+/// may be left without an allocated section.
+#[test]
+fn a_library_edited_and_stripped_three_times_still_loads() {
+    if !have("strip") {
+        skip("no strip (binutils)");
+        return;
+    }
+    for_each_toolchain(|tc| {
+        let b = build(tc, &[]);
+        let lib = b.lib_dir.join("libdep.so");
+        for (round, entries) in [8usize, 16, 40].into_iter().enumerate() {
+            let mut rpath: String = (0..entries)
+                .map(|i| format!("/nonexistent-{i:087}:"))
+                .collect();
+            rpath.push_str(b.lib_dir.to_str().unwrap());
+            edit(&lib, &["--set-rpath", &rpath]);
+            let (ok, out) = run_program(&b.prog);
+            assert!(
+                ok && out.contains("DEP:orig"),
+                "{}: round {}: edited: {out}",
+                tc.name,
+                round + 1
+            );
+            run_ok(Command::new("strip").arg(&lib));
+            let (ok, out) = run_program(&b.prog);
+            assert!(
+                ok && out.contains("DEP:orig"),
+                "{}: round {}: stripped: {out}",
+                tc.name,
+                round + 1
+            );
+            assert_eq!(
+                sectionless_loads(&lib),
+                Vec::<String>::new(),
+                "{}: round {}: PT_LOADs without a section",
+                tc.name,
+                round + 1
+            );
+        }
+    });
+}
+
+/// The `PT_LOAD` lines of `readelf -lW` whose segment no section is mapped to (the section to
+/// segment mapping lists none for it).
+fn sectionless_loads(p: &Path) -> Vec<String> {
+    let out = Command::new("readelf").arg("-lW").arg(p).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let headers: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Type"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim_start().starts_with('['))
+        .collect();
+    let mapping: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("Segment Sections..."))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    headers
+        .iter()
+        .zip(mapping.iter())
+        .filter(|(h, m)| {
+            h.trim_start().starts_with("LOAD") && m.split_whitespace().nth(1).is_none()
+        })
+        .map(|(h, _)| h.trim().to_string())
+        .collect()
+}

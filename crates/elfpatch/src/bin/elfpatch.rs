@@ -207,6 +207,11 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
         Err(e) => return Err(e.into()),
     };
     let e = file.elf();
+    // Damage in the section headers the edit can do without: said, not refused (patchelf
+    // refuses; its words are in each message).
+    for w in &e.warnings {
+        eprintln!("elfpatch: warning: {}: {w}", path.display());
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if a.print_interpreter {

@@ -75,8 +75,14 @@ fn check_sections(elf: &Elf) -> Result<()> {
             )));
         }
         if (sh.has_file_bytes() && !in_file) || !in_space {
+            // patchelf's words for the two ways out of the file, after ours.
+            let past_end = match (sh.has_file_bytes() && !in_file, sh.sh_offset > elf.file_len) {
+                (false, _) => "",
+                (true, true) => ": data offset extends past file end",
+                (true, false) => ": data region extends past file end",
+            };
             return Err(Error::refused(format!(
-                "section {name} ({:#x}+{:#x}) lies outside the file or the address space",
+                "section {name} ({:#x}+{:#x}) lies outside the file or the address space{past_end}",
                 sh.sh_offset, sh.sh_size
             )));
         }

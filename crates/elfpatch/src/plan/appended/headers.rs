@@ -268,3 +268,75 @@ fn mips_loader_writes(
     }
     Some(writes)
 }
+
+/// Turns into `PT_NULL` every `PT_LOAD` this edit leaves holding nothing: a segment an earlier
+/// appended edit added, whose `.dynstr` and `.dynamic` have now moved on into the new segment.
+///
+/// Why not keep it (read-only, zeroed): a `PT_LOAD` that no section covers is what GNU strip
+/// cannot rewrite. It keeps the segment with `p_filesz` 0 at a file offset chosen for the
+/// sections around it, not congruent to `p_vaddr` modulo the page size, and glibc refuses to
+/// load the result ("ELF load command address/offset not page-aligned"); lld- and gold-linked
+/// libraries edited, stripped, edited again three times ended there. Extending that segment
+/// instead is not possible once strip has put the section headers and non-allocated sections
+/// after it in the file, and the bytes it held are dead (superseded copies, zeroed by
+/// `cleanup`), so nothing is lost by dropping its program header. The entry stays in the table
+/// as `PT_NULL`, which the loader skips and which the next growing edit reuses for its own
+/// segment (`Room::NullSlot`): the table stops growing edit after edit (pitfall: segments
+/// piling up).
+///
+/// Only when section headers describe the old `.dynamic` (so they are trusted to describe the
+/// segment), the segment held an allocated section before the edit and holds none after, and
+/// nothing else points into it: no other segment, no value in the final dynamic array (any
+/// tag, conservatively), not the entry point, not the ELF header, program or section header
+/// tables. Anything else leaves the segment as it is.
+pub(super) fn drop_emptied_loads(
+    elf: &Elf,
+    header: &Header,
+    phdrs: &mut [Phdr],
+    shdrs: &[Shdr],
+    old: &Dynamic,
+    final_dynamic: &[Dyn],
+) {
+    if old.section.is_none() || elf.sections.is_empty() {
+        return;
+    }
+    let format = elf.format;
+    let overlaps = |lo: u64, hi: u64, sh: &Shdr| {
+        sh.is_alloc() && sh.sh_addr < hi && lo < sh.sh_addr.saturating_add(sh.sh_size.max(1))
+    };
+    let phdr_table = (
+        header.e_phoff,
+        header.e_phoff + (phdrs.len() * format.phdr_size()) as u64,
+    );
+    let shdr_table = (
+        header.e_shoff,
+        header.e_shoff + (shdrs.len() * format.shdr_size()) as u64,
+    );
+    let others: Vec<Phdr> = phdrs
+        .iter()
+        .filter(|p| p.p_type != elf::PT_LOAD && p.p_type != elf::PT_NULL && p.p_memsz > 0)
+        .copied()
+        .collect();
+    for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_LOAD) {
+        let (lo, hi) = (p.p_vaddr, p.p_vaddr.saturating_add(p.p_memsz.max(1)));
+        let (start, end) = (p.p_offset, p.offset_end().max(p.p_offset + 1));
+        let file_overlaps = |(a, b): (u64, u64)| a < end && start < b.max(a + 1);
+        let held_before = elf.sections.iter().any(|s| overlaps(lo, hi, &s.shdr));
+        let holds_now = shdrs.iter().any(|sh| overlaps(lo, hi, sh));
+        let other_segment = others.iter().any(|o| {
+            (o.p_vaddr < hi && lo < o.p_vaddr.saturating_add(o.p_memsz))
+                || (o.p_filesz > 0 && file_overlaps((o.p_offset, o.offset_end())))
+        });
+        let pointed_at = final_dynamic.iter().any(|x| x.val >= lo && x.val < hi)
+            || (header.e_entry >= lo && header.e_entry < hi);
+        let tables = file_overlaps((0, format.ehdr_size() as u64))
+            || file_overlaps(phdr_table)
+            || (header.e_shoff != 0 && file_overlaps(shdr_table));
+        if held_before && !holds_now && !other_segment && !pointed_at && !tables {
+            *p = Phdr {
+                p_type: elf::PT_NULL,
+                ..Phdr::default()
+            };
+        }
+    }
+}

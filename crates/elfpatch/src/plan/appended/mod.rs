@@ -36,7 +36,7 @@ use super::symbols::SymbolTables;
 use super::{Data, Layout, Phase, Plan, SectionMove};
 use crate::error::Result;
 use crate::format::{Dyn, Shdr};
-use headers::{read_only_if_emptied, NewHeaders};
+use headers::{drop_emptied_loads, read_only_if_emptied, NewHeaders};
 
 /// What moves into the appended segment. Live data that changes is copied, so that only the
 /// commit write touches anything the old file uses.
@@ -149,6 +149,14 @@ impl Builder<'_, '_> {
                 &sections.shdrs,
                 dynamic,
                 item.vaddr,
+                &final_dynamic,
+            );
+            drop_emptied_loads(
+                elf,
+                &header,
+                &mut phdrs,
+                &sections.shdrs,
+                dynamic,
                 &final_dynamic,
             );
         }
