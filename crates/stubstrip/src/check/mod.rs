@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use crate::elf_file::{FileError, RunpathTag};
 use crate::rule::StubMatcher;
+use crate::walk::Exclude;
 
 /// Exit status: a stub entry was found.
 pub const EXIT_STUBS_FOUND: u8 = 1;
@@ -24,9 +25,11 @@ pub type CheckOutcome = Result<Option<Vec<(RunpathTag, String)>>, FileError>;
 pub struct CheckConfig {
     /// Files or directories.
     pub paths: Vec<PathBuf>,
+    /// What to leave out.
+    pub exclude: Exclude,
     /// Which run path entries are stubs.
     pub stubs: StubMatcher,
-    /// One line per clean ELF file on stderr.
+    /// One line per clean ELF file.
     pub verbose: bool,
     /// The JSON report on stdout.
     pub json: bool,
