@@ -132,9 +132,9 @@ impl<'a> AuditReport<'a> {
         )
     }
 
-    /// The report's text: errors on stderr; findings, the count and the summary for people;
-    /// with `json` the report as data.
-    pub fn render(&self, json: bool) -> Printout {
+    /// The report's text: errors on stderr; findings, the count (with `say_count`) and the
+    /// summary for people; with `json` the report as data.
+    pub fn render(&self, json: bool, say_count: bool) -> Printout {
         let mut p = Printout::default();
         for e in &self.errors {
             let _ = writeln!(p.diagnostics, "stubstrip: error: {}: {}", e.path, e.error);
@@ -154,7 +154,9 @@ impl<'a> AuditReport<'a> {
                 );
             }
         }
-        let _ = writeln!(out, "{}", self.census.line());
+        if say_count {
+            let _ = writeln!(out, "{}", self.census.line());
+        }
         let _ = writeln!(out, "{}", self.summary());
         if json {
             p.data = Some(json_text(self));

@@ -113,14 +113,15 @@ fn audit_file(
 /// Runs `audit`; returns the exit status.
 pub fn run(c: &AuditConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
-    let report = run_on(c, &scan);
+    let report = run_on(c, &scan, true);
     report.0.emit();
     report.1
 }
 
-/// Audits the loadable objects of `scan`; the report's text and the exit status (for `fixup`,
-/// which prints it elsewhere).
-pub fn run_on(c: &AuditConfig, scan: &Scan) -> (Printout, u8) {
+/// Audits the loadable objects of `scan`; the report's text (with the count line when
+/// `say_count`) and the exit status (for `fixup`, which prints it elsewhere and has given the
+/// count).
+pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
     let build = build_dirs(&c.build_dirs);
     let runtime: Vec<Bytes> = RUNTIME_DIRS.iter().map(|d| d.as_bytes().to_vec()).collect();
     let cache: SettingsCache = Mutex::new(HashMap::new());
@@ -141,5 +142,5 @@ pub fn run_on(c: &AuditConfig, scan: &Scan) -> (Printout, u8) {
     } else {
         0
     };
-    (report.render(c.json), code)
+    (report.render(c.json, say_count), code)
 }

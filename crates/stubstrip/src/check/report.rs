@@ -37,6 +37,9 @@ pub struct CheckReport {
     /// ELF files without a stub entry, for `-v`.
     #[serde(skip)]
     clean: Vec<String>,
+    /// Whether the text repeats the count (`fixup` has said it with the fix's report).
+    #[serde(skip)]
+    say_count: bool,
 }
 
 impl CheckReport {
@@ -52,6 +55,7 @@ impl CheckReport {
             census: scan.census,
             read: 0,
             clean: Vec::new(),
+            say_count: true,
         };
         for (path, res) in results {
             match res {
@@ -79,6 +83,12 @@ impl CheckReport {
             }
         }
         r
+    }
+
+    /// The text leaves out the count line (for a report that follows one that gave it).
+    pub fn without_count(mut self) -> Self {
+        self.say_count = false;
+        self
     }
 
     /// Number of stub entries found.
@@ -138,7 +148,9 @@ impl CheckReport {
         for f in &self.findings {
             let _ = writeln!(out, "{}: {} entry {}", f.path, f.tag.name(), f.entry);
         }
-        let _ = writeln!(out, "{}", self.census.line());
+        if self.say_count {
+            let _ = writeln!(out, "{}", self.census.line());
+        }
         let _ = writeln!(out, "{}", self.summary());
         if json {
             p.data = Some(json_text(self));

@@ -70,7 +70,7 @@ pub fn run(c: &FixupConfig) -> u8 {
             "warning: {why}; not read as ELF, but no string in it names a stub directory: left as it is"
         ));
     }
-    let check = CheckReport::new(&checked, &scan);
+    let check = CheckReport::new(&checked, &scan).without_count();
     if check.stub_entries() > 0 {
         let msg = "stub paths still present in RUNPATH after the fix:";
         let code = notes.fail(EXIT_STUBS_LEFT, msg);
@@ -95,7 +95,7 @@ pub fn run(c: &FixupConfig) -> u8 {
             root: None,
         };
         let level = level.name();
-        let (said, code) = audit::run::run_on(&audit, &scan);
+        let (said, code) = audit::run::run_on(&audit, &scan, false);
         said.to_stderr();
         match code {
             0 => notes.log(format!("audit: no finding at or above '{level}'")),
