@@ -85,8 +85,13 @@ impl Census {
     /// The line every subcommand prints, e.g. `stubstrip: 7 files, 4 ELF files, 2 loadable
     /// objects; skipped 1 separate debug-info file, 1 relocatable object; 1 excluded`.
     pub fn line(&self) -> String {
+        format!("stubstrip: {}", self.counts())
+    }
+
+    /// The count without the program name: `7 files, 4 ELF files, 2 loadable objects; ...`.
+    pub fn counts(&self) -> String {
         let mut s = format!(
-            "stubstrip: {}, {}, {}",
+            "{}, {}, {}",
             count(self.files_seen, "file", "files"),
             count(self.elf_files, "ELF file", "ELF files"),
             count(self.loadable_objects, "loadable object", "loadable objects"),

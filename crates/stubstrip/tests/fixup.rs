@@ -93,8 +93,8 @@ fn fixes_checks_and_replies_with_the_fallback() {
     // stderr: the count and the fix's summary only (the check that passed says nothing).
     assert_eq!(
         r.stderr,
-        "stubstrip: 1 file, 1 ELF file, 1 loadable object\n\
-         stubstrip: 1 of 1 ELF file rewritten, 1 stub entry replaced\n"
+        "stubstrip: 1 of 1 ELF file rewritten, 1 stub entry replaced \
+         (1 file, 1 ELF file, 1 loadable object)\n"
     );
     // Again: nothing removed, nothing to reply, nothing written.
     let stamp = write_stamp(&o.lib);

@@ -35,6 +35,10 @@ pub struct FixReport<'a> {
     changes: Vec<FileChange<'a>>,
     errors: Vec<ErrorEntry>,
     census: Census,
+    /// Whether the count goes at the end of the summary line rather than on a line of its own
+    /// (`fixup`: the hook's build log gets one line from a run with nothing to say).
+    #[serde(skip)]
+    count_inline: bool,
 }
 
 impl<'a> FixReport<'a> {
@@ -55,6 +59,7 @@ impl<'a> FixReport<'a> {
             changes: Vec::new(),
             errors: walk_error_entries(&scan.errors, WalkError::to_string),
             census: scan.census,
+            count_inline: false,
         };
         for (path, outcome) in results {
             match outcome {
@@ -83,6 +88,12 @@ impl<'a> FixReport<'a> {
             }
         }
         r
+    }
+
+    /// The count goes at the end of the summary line, in parentheses.
+    pub fn count_inline(mut self) -> Self {
+        self.count_inline = true;
+        self
     }
 
     /// Whether some file could not be processed.
@@ -140,8 +151,12 @@ impl<'a> FixReport<'a> {
                 }
             }
         }
-        let _ = writeln!(out, "{}", self.census.line());
-        let _ = writeln!(out, "{}", self.summary());
+        if self.count_inline {
+            let _ = writeln!(out, "{} ({})", self.summary(), self.census.counts());
+        } else {
+            let _ = writeln!(out, "{}", self.census.line());
+            let _ = writeln!(out, "{}", self.summary());
+        }
         if json {
             p.data = Some(json_text(self));
         } else if print_removed {

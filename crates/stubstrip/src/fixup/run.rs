@@ -52,7 +52,7 @@ pub fn run(c: &FixupConfig) -> u8 {
     let files = scan.objects();
 
     let fixed = fix_files(&c.rule, &files);
-    let fix_report = FixReport::new(&c.rule, &fixed, &scan);
+    let fix_report = FixReport::new(&c.rule, &fixed, &scan).count_inline();
     // Stdout is the hook's: every line for people goes to stderr.
     fix_report.render(c.verbose, false, false).to_stderr();
     if fix_report.failed() {
