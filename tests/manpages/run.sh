@@ -27,7 +27,7 @@ pass() {
 fail() {
   failed=$((failed + 1))
   echo "FAIL $1"
-  [[ -z ${2-} ]] || sed 's/^/     /' <<<"$2"
+  [[ -z ${2-} ]] || printf '     %s\n' "${2//$'\n'/$'\n'     }"
 }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-manpages.XXXXXX") || exit 2
@@ -67,12 +67,13 @@ check_completions() {
       fail "$name: a $shell completion script" "$(cat "$WORK/err")"
       continue
     fi
+    local rc=0
     case $shell in
-      bash) out=$(bash -n "$script" 2>&1) ;;
-      zsh) out=$(zsh -n "$script" 2>&1) ;;
-      fish) out=$(fish --no-execute "$script" 2>&1) ;;
+      bash) out=$(bash -n "$script" 2>&1) || rc=$? ;;
+      zsh) out=$(zsh -n "$script" 2>&1) || rc=$? ;;
+      fish) out=$(fish --no-execute "$script" 2>&1) || rc=$? ;;
     esac
-    if (($? != 0)) || [[ -n $out ]]; then
+    if ((rc != 0)) || [[ -n $out ]]; then
       fail "$name: the $shell completion parses" "$out"
     else
       pass "$name: the $shell completion parses"
