@@ -127,10 +127,11 @@ struct FixupArgs {
     /// The driver link used when no --driver-link is given (the hook's substituted default).
     #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver/lib")]
     default_driver_link: String,
-    /// The directory that replaces the first stub entry (from stubstripFlags; overrides the default).
+    /// The directory that replaces the first stub entry (from stubstripFlags; overrides the default;
+    /// absolute, normalised).
     #[arg(long, value_name = "DIR")]
     driver_link: Option<String>,
-    /// A cuda_compat directory to put immediately before the driver link (Jetson).
+    /// A cuda_compat directory to put immediately before the driver link (Jetson; absolute, normalised).
     #[arg(long, value_name = "DIR")]
     compat: Option<String>,
     /// Also treat run path entries matching GLOB as stub directories, in the fix, the check and the audit (repeatable).
@@ -275,10 +276,10 @@ struct FixArgs {
     /// One line per run path changed (files left as they were are not listed).
     #[arg(short, long)]
     verbose: bool,
-    /// The directory that replaces the first stub entry.
+    /// The directory that replaces the first stub entry (absolute, normalised).
     #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver/lib")]
     driver_link: String,
-    /// A cuda_compat directory to put immediately before the driver link (Jetson).
+    /// A cuda_compat directory to put immediately before the driver link (Jetson; absolute, normalised).
     #[arg(long, value_name = "DIR")]
     compat: Option<String>,
     /// Print each removed stub directory once, one per line, on stdout.
