@@ -39,7 +39,8 @@ impl Skipped {
 /// What the walk found under the named paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Census {
-    /// Regular files listed (named, or found in a named directory), not excluded.
+    /// Regular files listed (named, or found in a named directory), not excluded, whether or
+    /// not they could be read.
     pub files_seen: usize,
     /// Files with the ELF magic.
     pub elf_files: usize,

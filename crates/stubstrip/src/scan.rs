@@ -51,10 +51,14 @@ pub fn scan(roots: &[PathBuf], exclude: &Exclude) -> Scan {
         errors: listing.errors,
         ..Scan::default()
     };
+    let mut unread_files = 0;
     for (path, class) in read {
         match class {
             Ok(c) => s.files.push((path, c)),
-            Err(error) => s.errors.push(WalkError { path, error }),
+            Err(error) => {
+                unread_files += 1;
+                s.errors.push(WalkError { path, error });
+            }
         }
     }
     s.census = Census::new(
@@ -62,6 +66,8 @@ pub fn scan(roots: &[PathBuf], exclude: &Exclude) -> Scan {
         s.errors.len(),
         listing.excluded,
     );
+    // A file listed but not read was seen all the same.
+    s.census.files_seen += unread_files;
     s
 }
 

@@ -248,3 +248,38 @@ fn named_symlinks_are_followed_by_audit_and_explain() {
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
     assert!(r.stdout.contains("libc.so.6"), "{}", r.stdout);
 }
+
+#[test]
+fn a_file_that_cannot_be_read_is_seen_counted_and_never_passes() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("secret");
+    fs::write(&f, b"\x7fELF").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o000)).unwrap();
+    // Root reads anything: run as nobody then.
+    let is_root = fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false);
+    let mut c = if is_root {
+        if !have("setpriv") {
+            return;
+        }
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_stubstrip"));
+        c
+    } else {
+        stubstrip()
+    };
+    c.args(["check", "--json"]).arg(d.path());
+    let r = run_limited(&mut c, true);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let v = json(&r);
+    assert_eq!(v["census"]["files_seen"], 1, "{v:#}");
+    assert_eq!(v["census"]["unreadable"], 1, "{v:#}");
+    assert!(
+        r.stderr.contains("check incomplete") && !r.stderr.contains("passed"),
+        "{}",
+        r.stderr
+    );
+}
