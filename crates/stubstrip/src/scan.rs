@@ -23,9 +23,24 @@ pub struct Scan {
     pub errors: Vec<WalkError>,
     /// The count.
     pub census: Census,
+    /// Named paths that are neither a regular file nor a directory (a FIFO, a device).
+    pub not_regular: Vec<PathBuf>,
 }
 
 impl Scan {
+    /// The diagnostics every report starts with: named paths that were not read, and why.
+    pub fn notes(&self) -> String {
+        self.not_regular
+            .iter()
+            .map(|p| {
+                format!(
+                    "stubstrip: {}: not a regular file or directory; skipped\n",
+                    p.display()
+                )
+            })
+            .collect()
+    }
+
     /// The files to read as programs and libraries.
     pub fn objects(&self) -> Vec<PathBuf> {
         self.files
@@ -49,6 +64,7 @@ pub fn scan(roots: &[PathBuf], exclude: &Exclude) -> Scan {
         .collect();
     let mut s = Scan {
         errors: listing.errors,
+        not_regular: listing.not_regular,
         ..Scan::default()
     };
     let mut unread_files = 0;

@@ -91,7 +91,7 @@ pub fn list(roots: &[PathBuf], exclude: &Exclude) -> Listing {
                 out.errors.extend(below.errors);
                 out.excluded += below.excluded;
             }
-            Ok(_) => out.not_regular.push(root.clone()),
+            Ok(_) => out.not_regular.push(named.clone()),
             Err(error) => out.errors.push(WalkError {
                 path: root.clone(),
                 error,

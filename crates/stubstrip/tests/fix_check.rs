@@ -623,6 +623,14 @@ fn fifos_and_sockets_are_skipped_even_when_named() {
         // Only the four regular files were looked at; nothing blocked on the FIFO.
         assert_eq!(v["files_scanned"], 4, "{sub}: {v:#}");
         assert_eq!(v["errors"], serde_json::json!([]), "{sub}");
+        // Named, each is said to be skipped.
+        for named in [&fifo, &link] {
+            let note = format!(
+                "stubstrip: {}: not a regular file or directory; skipped\n",
+                named.display()
+            );
+            assert!(r.stderr.contains(&note), "{sub}: {}", r.stderr);
+        }
     }
     assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
 }

@@ -41,6 +41,9 @@ pub struct AuditReport<'a> {
     findings: Vec<FileFinding<'a>>,
     errors: Vec<ErrorEntry>,
     census: Census,
+    /// Diagnostics about the named paths ([`Scan::notes`]).
+    #[serde(skip)]
+    notes: String,
 }
 
 impl<'a> AuditReport<'a> {
@@ -62,6 +65,7 @@ impl<'a> AuditReport<'a> {
             findings: Vec::new(),
             errors: walk_error_entries(&scan.errors, |w| w.error.to_string()),
             census: scan.census,
+            notes: scan.notes(),
         };
         for (path, o) in results {
             match o {
@@ -136,6 +140,9 @@ impl<'a> AuditReport<'a> {
     /// summary for people; with `json` the report as data.
     pub fn render(&self, json: bool, say_count: bool) -> Printout {
         let mut p = Printout::default();
+        if say_count {
+            p.diagnostics.push_str(&self.notes);
+        }
         for e in &self.errors {
             let _ = writeln!(p.diagnostics, "stubstrip: error: {}: {}", e.path, e.error);
         }

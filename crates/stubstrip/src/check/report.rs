@@ -31,6 +31,9 @@ pub struct CheckReport {
     findings: Vec<StubEntry>,
     errors: Vec<ErrorEntry>,
     census: Census,
+    /// Diagnostics about the named paths ([`Scan::notes`]).
+    #[serde(skip)]
+    notes: String,
     /// Loadable objects read.
     #[serde(skip)]
     read: usize,
@@ -53,6 +56,7 @@ impl CheckReport {
             findings: Vec::new(),
             errors: walk_error_entries(&scan.errors, WalkError::to_string),
             census: scan.census,
+            notes: scan.notes(),
             read: 0,
             clean: Vec::new(),
             say_count: true,
@@ -85,9 +89,11 @@ impl CheckReport {
         r
     }
 
-    /// The text leaves out the count line (for a report that follows one that gave it).
+    /// The text leaves out the count line and the notes on the named paths (for a report that
+    /// follows one that gave them).
     pub fn without_count(mut self) -> Self {
         self.say_count = false;
+        self.notes.clear();
         self
     }
 
@@ -135,7 +141,10 @@ impl CheckReport {
     /// The report's text: errors on stderr; findings (and with `verbose` each clean ELF file),
     /// the count and the summary for people; with `json` the report as data.
     pub fn render(&self, verbose: bool, json: bool) -> Printout {
-        let mut p = Printout::default();
+        let mut p = Printout {
+            diagnostics: self.notes.clone(),
+            ..Printout::default()
+        };
         for e in &self.errors {
             let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
         }

@@ -35,6 +35,9 @@ pub struct FixReport<'a> {
     changes: Vec<FileChange<'a>>,
     errors: Vec<ErrorEntry>,
     census: Census,
+    /// Diagnostics about the named paths ([`Scan::notes`]).
+    #[serde(skip)]
+    notes: String,
     /// Whether the count goes at the end of the summary line rather than on a line of its own
     /// (`fixup`: the hook's build log gets one line from a run with nothing to say).
     #[serde(skip)]
@@ -59,6 +62,7 @@ impl<'a> FixReport<'a> {
             changes: Vec::new(),
             errors: walk_error_entries(&scan.errors, WalkError::to_string),
             census: scan.census,
+            notes: scan.notes(),
             count_inline: false,
         };
         for (path, outcome) in results {
@@ -132,7 +136,10 @@ impl<'a> FixReport<'a> {
     /// summary for people; with `json` the report, else with `print_removed` each removed
     /// directory, as data.
     pub fn render(&self, verbose: bool, json: bool, print_removed: bool) -> Printout {
-        let mut p = Printout::default();
+        let mut p = Printout {
+            diagnostics: self.notes.clone(),
+            ..Printout::default()
+        };
         for e in &self.errors {
             let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
         }
