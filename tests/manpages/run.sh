@@ -5,7 +5,7 @@
 #   - every manual page renders with `man -l` without a warning (groff's, through man-db);
 #   - every completion script parses in its shell: bash -n, zsh -n, fish --no-execute.
 # stubstrip writes them with hidden subcommands (`generate-man DIR`, `generate-completion
-# SHELL`); elfpatch, once its source has a generator (hidden `--generate-man DIR` and
+# SHELL`); elfpatch, once its source has a generator (`--generate-man`, the page on stdout, and
 # `--generate-completion SHELL`), is checked the same way.
 # Prints `N passed, M failed`; exits non-zero if any check failed.
 set -uo pipefail
@@ -95,10 +95,11 @@ check_completions stubstrip "$S" generate-completion
 
 E=$targetDir/release/elfpatch
 if grep -rq -- 'generate-man\|generate_man' crates/elfpatch/src; then
-  if "$E" --generate-man "$WORK/elfpatch-man" 2>"$WORK/err"; then
+  mkdir -p "$WORK/elfpatch-man"
+  if "$E" --generate-man >"$WORK/elfpatch-man/elfpatch.1" 2>"$WORK/err" && [[ -s $WORK/elfpatch-man/elfpatch.1 ]]; then
     check_pages elfpatch "$WORK/elfpatch-man"
   else
-    fail "elfpatch --generate-man DIR" "$(cat "$WORK/err")"
+    fail "elfpatch --generate-man (the page on stdout)" "$(cat "$WORK/err")"
   fi
   check_completions elfpatch "$E" --generate-completion
 else
