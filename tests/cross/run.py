@@ -214,12 +214,13 @@ def install_packages(pkgs, log):
         notes.append("not root or no apt-get: cannot install %s" % " ".join(pkgs))
         return notes
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    base = ["apt-get", "install", "-y", "-q", "--no-install-recommends"]
+    # Wait for another apt-get's dpkg lock rather than failing at once.
+    base = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q", "--no-install-recommends"]
     log("installing: %s" % " ".join(pkgs))
     rc, _, err = sh(base + pkgs, timeout=1800, env=env)
     if rc != 0:
         log("apt-get install failed; running apt-get update and retrying")
-        sh(["apt-get", "update", "-q"], timeout=900, env=env)
+        sh(["apt-get", "-o", "DPkg::Lock::Timeout=600", "update", "-q"], timeout=900, env=env)
         rc, _, err = sh(base + pkgs, timeout=1800, env=env)
         if rc != 0:
             for p in pkgs:  # one at a time, to know which ones are missing

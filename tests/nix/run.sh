@@ -234,6 +234,16 @@ if out=$(storeBuild -A stubstrip 2>"$work/err"); then
     else
         fail "build stubstrip: bin/stubstrip and bin/elfpatch installed" "$(ls "$out/bin")"
     fi
+    # postInstall: the binary's own manual pages and completions (installShellFiles).
+    shellFiles=(share/man/man1/stubstrip.1 share/man/man1/stubstrip-fix.1 share/bash-completion/completions/stubstrip.bash
+        share/zsh/site-functions/_stubstrip share/fish/vendor_completions.d/stubstrip.fish)
+    missingFiles=()
+    for f in "${shellFiles[@]}"; do [[ -s $out/$f ]] || missingFiles+=("$f"); done
+    if ((${#missingFiles[@]} == 0)); then
+        pass "build stubstrip: manual pages and completions installed"
+    else
+        fail "build stubstrip: manual pages and completions installed" "missing: ${missingFiles[*]}"
+    fi
 else
     fail "build stubstrip" "$(tail -5 "$work/err")"
 fi

@@ -33,8 +33,9 @@ if ((${#missing[@]})); then
     }
     log "apt-get install ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # Wait for another apt-get's dpkg lock rather than failing at once.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 # --- 2. Nix 2.26 in a private prefix -------------------------------------------------------------

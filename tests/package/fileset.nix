@@ -75,6 +75,7 @@ let
     inherit lib;
     stdenv = { };
     rustPlatform.buildRustPackage = args: args;
+    installShellFiles = null;
     gcc = null;
     patchelf = null;
     binutils = null;

@@ -56,13 +56,6 @@ pub enum FileError {
     Elf(#[from] elfpatch::Error),
 }
 
-impl FileError {
-    /// Whether the file is known to be an ELF file (it had the magic).
-    pub fn is_elf(&self) -> bool {
-        matches!(self, FileError::Elf(_))
-    }
-}
-
 /// The run paths `elf` has, `DT_RUNPATH` first: what the decisions of `fix` and `check` take.
 pub fn run_paths(elf: &Elf) -> Vec<(RunpathTag, &[u8])> {
     [

@@ -12,7 +12,9 @@
 //!   [`driver`].
 
 mod audit;
+mod census;
 mod check;
+mod classify;
 mod driver;
 mod elf_file;
 mod elf_input;
@@ -21,6 +23,7 @@ mod fix;
 mod fixup;
 mod printout;
 mod rule;
+mod scan;
 mod walk;
 
 use std::ffi::OsString;
@@ -28,7 +31,8 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
 use thiserror::Error;
 
 use audit::{AuditConfig, Severity};
@@ -38,6 +42,7 @@ use fix::FixConfig;
 use fixup::{CheckLibsConfig, FixupConfig};
 use ldso_model::settings::SettingsOverrides;
 use rule::{Glob, RuleError, StubMatcher, StubRule};
+use walk::Exclude;
 
 /// Exit status: the command line cannot be used.
 const EXIT_USAGE: u8 = 2;
@@ -48,7 +53,8 @@ const EXIT_USAGE: u8 = 2;
     version,
     about = "Replace CUDA stub library directories in ELF RUNPATH/RPATH with the driver link",
     after_help = "Exit status: 0 ok, 1 check found stub entries, 2 usage error, 3 some file could not be processed.\n\
-                  Human-readable lines go to stderr; --json and --print-removed write to stdout."
+                  Findings and reports go to stdout, diagnostics to stderr; with --json or --print-removed, \
+                  stdout carries only that data and the report goes to stderr."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -60,7 +66,7 @@ enum Command {
     /// Replace stub entries in the run paths of every ELF file under PATH...
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...
-    Check(CommonArgs),
+    Check(CheckArgs),
     /// What the setup hook runs: fix, check again from disk, audit, and print what the hook exports.
     #[command(after_help = FIXUP_HELP)]
     Fixup(FixupArgs),
@@ -73,10 +79,33 @@ enum Command {
     /// Report run path and dependency problems of every ELF file under PATH...
     #[command(
         after_help = "Exit status: 0 ok, 1 a finding at or above --deny, 3 some file could not be read.\n\
-                            Findings go to stderr; --json writes the report to stdout."
+                            Findings go to stdout; with --json, stdout carries the report as JSON and the \
+                            findings are in it."
     )]
     Audit(AuditArgs),
+    /// Write the manual pages (stubstrip.1, stubstrip-SUBCOMMAND.1) into DIR (for packagers).
+    #[command(hide = true)]
+    GenerateMan {
+        /// The directory to write them into (created if missing).
+        dir: PathBuf,
+    },
+    /// Print the completion script for SHELL on stdout (for packagers).
+    #[command(hide = true)]
+    GenerateCompletion {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
 }
+
+/// What the help of every PATHS argument says about which files are read.
+const PATHS_HELP: &str = "Files or directories. A named symlink is followed; symlinks met while \
+walking a directory are not (find -H). Only loadable ELF objects are read: other files are ignored, \
+and separate debug-info files, relocatable objects and core files are skipped (counted in the report).";
+
+/// What the help of every --exclude says.
+const EXCLUDE_HELP: &str = "Leave out files and directories whose path relative to the named \
+directory, or whose name, matches GLOB (* also matches /; repeatable), e.g. '*.debug', 'lib/debug'.";
 
 const FIXUP_HELP: &str = "\
 Stdout (only on success) carries instructions for the hook, one per line:
@@ -89,26 +118,30 @@ Files the fix cannot rewrite are tolerated as far as the check finds no stub ent
 
 #[derive(Args)]
 struct FixupArgs {
-    /// The derivation's outputs: files or directories (walked recursively; symlinks are never followed).
-    #[arg(required = true)]
+    /// The derivation's outputs: files or directories.
+    #[arg(required = true, long_help = PATHS_HELP)]
     paths: Vec<PathBuf>,
+    /// Leave out paths matching GLOB (relative path or name; repeatable).
+    #[arg(long, value_name = "GLOB", long_help = EXCLUDE_HELP)]
+    exclude: Vec<String>,
     /// The driver link used when no --driver-link is given (the hook's substituted default).
     #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver/lib")]
     default_driver_link: String,
-    /// The directory that replaces the first stub entry (from stubstripFlags; overrides the default).
+    /// The directory that replaces the first stub entry (from stubstripFlags; overrides the default;
+    /// absolute, normalised).
     #[arg(long, value_name = "DIR")]
     driver_link: Option<String>,
-    /// A cuda_compat directory to put immediately before the driver link (Jetson).
+    /// A cuda_compat directory to put immediately before the driver link (Jetson; absolute, normalised).
     #[arg(long, value_name = "DIR")]
     compat: Option<String>,
     /// Also treat run path entries matching GLOB as stub directories, in the fix, the check and the audit (repeatable).
     #[arg(long = "stub-pattern", value_name = "GLOB")]
     stub_patterns: Vec<String>,
-    /// One line per changed file on stderr.
+    /// One line per changed run path, on stderr.
     #[arg(short, long)]
     verbose: bool,
-    /// Worker threads (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// Worker threads, at least 1 (default: all cores).
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
     jobs: Option<usize>,
     /// After the check, run `audit` and fail on findings at or above LEVEL: info, warning or error;
     /// any other non-empty value means error (stubstripAudit).
@@ -213,10 +246,13 @@ enum DenyLevel {
 
 #[derive(Args)]
 struct AuditArgs {
-    /// Files or directories (walked recursively; symlinks are never followed).
-    #[arg(required_unless_present = "codes")]
+    /// Files or directories.
+    #[arg(required = true, long_help = PATHS_HELP)]
     paths: Vec<PathBuf>,
-    /// Print the table of finding codes (Markdown) and exit.
+    /// Leave out paths matching GLOB (relative path or name; repeatable).
+    #[arg(long, value_name = "GLOB", long_help = EXCLUDE_HELP)]
+    exclude: Vec<String>,
+    /// Print the table of finding codes (Markdown) and exit (no PATHS needed).
     #[arg(long, exclusive = true)]
     codes: bool,
     /// Exit 1 when a finding at or above LEVEL exists.
@@ -234,8 +270,8 @@ struct AuditArgs {
     /// Also treat run path entries matching GLOB as stub directories (repeatable).
     #[arg(long = "stub-pattern", value_name = "GLOB")]
     stub_patterns: Vec<String>,
-    /// Worker threads (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// Worker threads, at least 1 (default: all cores).
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
     jobs: Option<usize>,
     #[command(flatten)]
     model: ModelArgs,
@@ -243,31 +279,43 @@ struct AuditArgs {
 
 #[derive(Args)]
 struct CommonArgs {
-    /// Files or directories (walked recursively; symlinks are never followed).
-    #[arg(required = true)]
+    /// Files or directories.
+    #[arg(required = true, long_help = PATHS_HELP)]
     paths: Vec<PathBuf>,
+    /// Leave out paths matching GLOB (relative path or name; repeatable).
+    #[arg(long, value_name = "GLOB", long_help = EXCLUDE_HELP)]
+    exclude: Vec<String>,
     /// Also treat run path entries matching GLOB as stub directories (repeatable).
     #[arg(long = "stub-pattern", value_name = "GLOB")]
     stub_patterns: Vec<String>,
-    /// One line per file on stderr.
-    #[arg(short, long)]
-    verbose: bool,
-    /// A machine-readable report on stdout.
+    /// A machine-readable report on stdout (the report for people goes to stderr).
     #[arg(long)]
     json: bool,
-    /// Worker threads (default: all cores).
-    #[arg(long, value_name = "N")]
+    /// Worker threads, at least 1 (default: all cores).
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
     jobs: Option<usize>,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Also one line per ELF file without a stub entry.
+    #[arg(short, long)]
+    verbose: bool,
 }
 
 #[derive(Args)]
 struct FixArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// The directory that replaces the first stub entry.
+    /// One line per run path changed (files left as they were are not listed).
+    #[arg(short, long)]
+    verbose: bool,
+    /// The directory that replaces the first stub entry (absolute, normalised).
     #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver/lib")]
     driver_link: String,
-    /// A cuda_compat directory to put immediately before the driver link (Jetson).
+    /// A cuda_compat directory to put immediately before the driver link (Jetson; absolute, normalised).
     #[arg(long, value_name = "DIR")]
     compat: Option<String>,
     /// Print each removed stub directory once, one per line, on stdout.
@@ -307,11 +355,24 @@ fn matcher_of(patterns: &[String]) -> StubMatcher {
     }
 }
 
+fn exclude_of(globs: &[String]) -> Exclude {
+    Exclude(globs.iter().map(|g| Glob::new(g.as_bytes())).collect())
+}
+
+/// `--jobs`: a whole number, at least 1 (0 threads cannot do the work).
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1 (the number of worker threads)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err("must be a whole number of worker threads, at least 1".into()),
+    }
+}
+
 fn pool(jobs: Option<usize>) {
     if let Some(n) = jobs {
         // Only fails if a global pool exists already, which it cannot at this point.
         let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
+            .num_threads(n)
             .build_global();
     }
 }
@@ -327,24 +388,25 @@ fn run_fix(a: FixArgs) -> ExitCode {
     }
     pool(a.common.jobs);
     ExitCode::from(fix::run::run(&FixConfig {
+        exclude: exclude_of(&a.common.exclude),
         paths: a.common.paths,
         rule,
-        verbose: a.common.verbose,
+        verbose: a.verbose,
         json: a.common.json,
         print_removed: a.print_removed,
     }))
 }
 
-fn run_check(a: CommonArgs) -> ExitCode {
-    pool(a.jobs);
+fn run_check(a: CheckArgs) -> ExitCode {
+    pool(a.common.jobs);
     ExitCode::from(check::run::run(&CheckConfig {
-        stubs: matcher_of(&a.stub_patterns),
-        paths: a.paths,
+        stubs: matcher_of(&a.common.stub_patterns),
+        exclude: exclude_of(&a.common.exclude),
+        paths: a.common.paths,
         verbose: a.verbose,
-        json: a.json,
+        json: a.common.json,
     }))
 }
-
 fn run_fixup(a: FixupArgs) -> ExitCode {
     const PREFIX: &str = "stubstrip fixup";
     if a.json {
@@ -375,6 +437,7 @@ fn run_fixup(a: FixupArgs) -> ExitCode {
         });
     pool(a.jobs);
     ExitCode::from(fixup::run::run(&FixupConfig {
+        exclude: exclude_of(&a.exclude),
         paths: a.paths,
         rule,
         verbose: a.verbose,
@@ -413,6 +476,7 @@ fn run_audit(a: AuditArgs) -> ExitCode {
     }
     pool(a.jobs);
     ExitCode::from(audit::run::run(&AuditConfig {
+        exclude: exclude_of(&a.exclude),
         paths: a.paths,
         deny: match a.deny {
             DenyLevel::Info => Some(Severity::Info),
@@ -428,6 +492,31 @@ fn run_audit(a: AuditArgs) -> ExitCode {
     }))
 }
 
+/// The manual pages or a completion script, from the same definitions as the parser: what
+/// packages install (nix/package.nix), never hand-written copies that drift.
+fn generate(man_dir: Option<PathBuf>, shell: Option<Shell>) -> ExitCode {
+    let mut cmd = Cli::command();
+    if let Some(dir) = man_dir {
+        let made = std::fs::create_dir_all(&dir)
+            .and_then(|()| clap_mangen::generate_to(cmd.clone(), &dir));
+        if let Err(e) = made {
+            eprintln!(
+                "stubstrip: cannot write the manual pages to {}: {e}",
+                dir.display()
+            );
+            return ExitCode::from(EXIT_FILE_ERRORS);
+        }
+    }
+    if let Some(shell) = shell {
+        let name = cmd.get_name().to_string();
+        clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+    }
+    ExitCode::SUCCESS
+}
+
+/// Exit status: a file could not be written.
+const EXIT_FILE_ERRORS: u8 = 3;
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Fix(a) => run_fix(a),
@@ -435,5 +524,7 @@ fn main() -> ExitCode {
         Command::Fixup(a) => run_fixup(a),
         Command::Explain(a) => run_explain(a),
         Command::Audit(a) => run_audit(a),
+        Command::GenerateMan { dir } => generate(Some(dir), None),
+        Command::GenerateCompletion { shell } => generate(None, Some(shell)),
     }
 }

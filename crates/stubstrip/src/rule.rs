@@ -180,6 +180,79 @@ pub enum RuleError {
     /// The compat directory is the driver link.
     #[error("the compat directory and the driver link are the same")]
     CompatIsDriverLink,
+    /// The driver link or the compat directory is relative or not normalised: it would go into
+    /// run paths as written, where the loader takes a relative entry from its working directory.
+    #[error("the {what} {value} {why}{}", suggestion.as_ref().map(|s| format!("; write {s}")).unwrap_or_default())]
+    NotAbsoluteNormal {
+        /// "driver link" or "compat directory".
+        what: &'static str,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        why: &'static str,
+        /// The normalised form, when the value is absolute.
+        suggestion: Option<String>,
+    },
+}
+
+/// What is wrong with `dir` as a run path directory given on the command line: it must be
+/// absolute and normalised (no empty, `.` or `..` component, no trailing `/`). `None` when it
+/// is fine.
+pub fn absolute_normal_problem(dir: &[u8]) -> Option<&'static str> {
+    if !dir.starts_with(b"/") {
+        return Some("is not absolute (it must start with /)");
+    }
+    if dir == b"/" {
+        return None;
+    }
+    let mut parts = dir[1..].split(|&c| c == b'/');
+    if parts.any(|p| p.is_empty()) {
+        return Some("is not normalised (an empty component: // or a trailing /)");
+    }
+    if dir[1..]
+        .split(|&c| c == b'/')
+        .any(|p| p == b"." || p == b"..")
+    {
+        return Some("is not normalised (a . or .. component)");
+    }
+    None
+}
+
+/// `dir` (absolute) with empty and `.` components dropped and `..` applied, lexically.
+pub fn normalise(dir: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for p in dir.split(|&c| c == b'/') {
+        match p {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            _ => parts.push(p),
+        }
+    }
+    let mut out = Vec::new();
+    for p in &parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+fn check_absolute_normal(what: &'static str, dir: &[u8]) -> Result<(), RuleError> {
+    match absolute_normal_problem(dir) {
+        None => Ok(()),
+        Some(why) => Err(RuleError::NotAbsoluteNormal {
+            what,
+            value: String::from_utf8_lossy(dir).into_owned(),
+            why,
+            suggestion: dir
+                .starts_with(b"/")
+                .then(|| String::from_utf8_lossy(&normalise(dir)).into_owned()),
+        }),
+    }
 }
 
 /// The result of applying the rule to one run path.
@@ -198,6 +271,7 @@ impl StubRule {
         if self.driver_link.is_empty() || self.driver_link.contains(&b':') {
             return Err(RuleError::DriverLinkNotOneDirectory);
         }
+        check_absolute_normal("driver link", &self.driver_link)?;
         if self.stubs.is_stub(&self.driver_link) {
             return Err(RuleError::DriverLinkIsStub(lossy(&self.driver_link)));
         }
@@ -205,6 +279,7 @@ impl StubRule {
             if c.is_empty() || c.contains(&b':') {
                 return Err(RuleError::CompatNotOneDirectory);
             }
+            check_absolute_normal("compat directory", c)?;
             if self.stubs.is_stub(c) {
                 return Err(RuleError::CompatIsStub(lossy(c)));
             }
@@ -531,6 +606,42 @@ mod tests {
             .rewrite_note(&cache(&[("libcuda.so.1", &["?/x/stubs", present])]))
             .unwrap();
         assert_eq!(rw.cache, cache(&[("libcuda.so.1", &[present])]));
+    }
+
+    #[test]
+    fn rule_directories_must_be_absolute_and_normalised() {
+        let mut r = rule(None);
+        for (dir, message) in [
+            (
+                "relative/dir",
+                "the driver link relative/dir is not absolute (it must start with /)",
+            ),
+            (
+                "/run/opengl-driver/lib/",
+                "the driver link /run/opengl-driver/lib/ is not normalised (an empty component: \
+                 // or a trailing /); write /run/opengl-driver/lib",
+            ),
+            (
+                "/run//x/./../lib",
+                "the driver link /run//x/./../lib is not normalised (an empty component: \
+                 // or a trailing /); write /run/lib",
+            ),
+            (
+                "/run/x/../lib",
+                "the driver link /run/x/../lib is not normalised (a . or .. component); write /run/lib",
+            ),
+        ] {
+            r.driver_link = dir.as_bytes().to_vec();
+            assert_eq!(r.check().unwrap_err().to_string(), message, "{dir}");
+        }
+        r.driver_link = b"/".to_vec();
+        assert_eq!(r.check(), Ok(()));
+        r = rule(Some("compat"));
+        assert_eq!(
+            r.check().unwrap_err().to_string(),
+            "the compat directory compat is not absolute (it must start with /)"
+        );
+        assert_eq!(normalise(b"/a/../../b/."), b"/b");
     }
 
     #[test]

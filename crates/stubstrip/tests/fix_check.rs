@@ -14,6 +14,9 @@ use common::*;
 
 const DRIVER: &str = "/run/opengl-driver/lib";
 
+/// The count line for [`tree`]'s output.
+const TREE_COUNT: &str = "stubstrip: 4 files, 3 ELF files, 3 loadable objects\n";
+
 /// An output tree: `lib/liba.so` (RUNPATH `STUB:/opt/keep`), `lib/libb.so` (RPATH
 /// `/opt/x:STUB`), `lib/libclean.so` (no run path), `share/doc.txt` (not ELF).
 struct Tree {
@@ -70,10 +73,10 @@ fn fix_replaces_stub_entries_in_place_and_check_then_passes() {
     let r = stubstrip_run(&["fix"], &[&t.out]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
-        r.stderr,
-        "stubstrip: 2 of 3 ELF files rewritten, 2 stub entries replaced\n"
+        r.stdout,
+        format!("{TREE_COUNT}stubstrip: 2 of 3 ELF files rewritten, 2 stub entries replaced\n")
     );
-    assert_eq!(r.stdout, "");
+    assert_eq!(r.stderr, "");
     assert_eq!(
         readelf_paths(&t.a),
         (Some(format!("{DRIVER}:/opt/keep")), None)
@@ -89,8 +92,8 @@ fn fix_replaces_stub_entries_in_place_and_check_then_passes() {
     let r = stubstrip_run(&["check"], &[&t.out]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
-        r.stderr,
-        "stubstrip: check passed: no stub entries in 3 ELF files\n"
+        r.stdout,
+        format!("{TREE_COUNT}stubstrip: check passed: no stub entries in 3 ELF files read\n")
     );
     // -v: one line per ELF file checked.
     let r = stubstrip_run(&["check", "-v"], &[&t.out]);
@@ -100,8 +103,10 @@ fn fix_replaces_stub_entries_in_place_and_check_then_passes() {
         .map(|p| format!("stubstrip: {}: no stub entries\n", p.display()))
         .collect();
     assert_eq!(
-        r.stderr,
-        format!("{lines}stubstrip: check passed: no stub entries in 3 ELF files\n")
+        r.stdout,
+        format!(
+            "{lines}{TREE_COUNT}stubstrip: check passed: no stub entries in 3 ELF files read\n"
+        )
     );
 }
 
@@ -125,8 +130,8 @@ fn files_that_need_no_change_are_not_written() {
     let r = stubstrip_run(&["fix"], &[&t.out]);
     assert_eq!(r.code, 0);
     assert_eq!(
-        r.stderr,
-        "stubstrip: 0 of 3 ELF files rewritten, 0 stub entries replaced\n"
+        r.stdout,
+        format!("{TREE_COUNT}stubstrip: 0 of 3 ELF files rewritten, 0 stub entries replaced\n")
     );
     let after: Vec<_> = all.iter().map(|p| write_stamp(p)).collect();
     assert_eq!(before, after, "the second run wrote a file");
@@ -141,10 +146,11 @@ fn check_exits_1_naming_every_stub_entry_and_writes_nothing() {
     let before: Vec<_> = [&t.a, &t.b].iter().map(|p| write_stamp(p)).collect();
     let r = stubstrip_run(&["check"], &[&t.out]);
     assert_eq!(r.code, 1);
+    assert_eq!(r.stderr, "");
     assert_eq!(
-        r.stderr,
+        r.stdout,
         format!(
-            "{}: RUNPATH entry {s}\n{}: RPATH entry {s}\n\
+            "{}: RUNPATH entry {s}\n{}: RPATH entry {s}\n{TREE_COUNT}\
              stubstrip: check failed: 2 stub entries in 2 of 3 ELF files read\n",
             t.a.display(),
             t.b.display(),
@@ -157,9 +163,17 @@ fn check_exits_1_naming_every_stub_entry_and_writes_nothing() {
     let r = stubstrip_run(&["check", "--stub-pattern", "/opt/k*"], &[&t.a]);
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("RUNPATH entry /opt/keep\n"),
+        r.stdout.contains("RUNPATH entry /opt/keep\n"),
         "{}",
-        r.stderr
+        r.stdout
+    );
+    // One stub entry is one.
+    let r = stubstrip_run(&["check"], &[&t.a]);
+    assert!(
+        r.stdout
+            .ends_with("stubstrip: check failed: 1 stub entry in 1 of 1 ELF file read\n"),
+        "{}",
+        r.stdout
     );
 }
 
@@ -176,6 +190,7 @@ fn fix_json_schema() {
     assert_eq!(
         keys(&v),
         [
+            "census",
             "changes",
             "command",
             "compat",
@@ -222,7 +237,7 @@ fn fix_json_schema() {
         readelf_paths(&t.a).0,
         Some(format!("{compat}:{DRIVER}:/opt/keep"))
     );
-    // The human summary still goes to stderr.
+    // The report for people goes to stderr: stdout is the JSON's.
     assert!(
         r.stderr.contains("2 of 3 ELF files rewritten"),
         "{}",
@@ -242,6 +257,7 @@ fn check_json_schema() {
     assert_eq!(
         keys(&v),
         [
+            "census",
             "command",
             "elf_files",
             "errors",
@@ -293,6 +309,28 @@ fn print_removed_lists_each_removed_directory_once_in_file_order() {
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
 
+/// The census every report carries, as `--json` gives it.
+fn census_of(v: &serde_json::Value) -> serde_json::Value {
+    v["census"].clone()
+}
+
+#[test]
+fn the_census_is_in_every_json_report() {
+    if !can_build() {
+        return;
+    }
+    let t = tree();
+    let expected = serde_json::json!({
+        "files_seen": 4, "elf_files": 3, "loadable_objects": 3,
+        "skipped": {"separate_debug_files": 0, "relocatable_objects": 0, "core_files": 0},
+        "excluded": 0, "unreadable": 0,
+    });
+    for sub in ["check", "audit", "fix"] {
+        let v = json(&stubstrip_run(&[sub, "--json"], &[&t.out]));
+        assert_eq!(census_of(&v), expected, "{sub}");
+    }
+}
+
 #[test]
 fn usage_errors_exit_2_and_write_nothing() {
     if !can_build() {
@@ -304,13 +342,36 @@ fn usage_errors_exit_2_and_write_nothing() {
         vec!["fix", "--driver-link", &t.stub],
         vec!["fix", "--driver-link", "/a:/b"],
         vec!["fix", "--compat", DRIVER],
+        vec!["fix", "--driver-link", "relative/dir"],
+        vec!["fix", "--driver-link", "/run/opengl-driver/lib/"],
+        vec!["fix", "--compat", "/x/../compat"],
+        vec!["fix", "--jobs", "0"],
+        vec!["check", "--jobs", "0"],
+        vec!["check", "--jobs", "many"],
         vec!["fix", "--no-such-flag"],
         vec!["check", "--no-such-flag"],
     ] {
         let r = stubstrip_run(&args, &[&t.out]);
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
         assert!(!r.stderr.is_empty());
+        assert_eq!(r.stdout, "", "{args:?}");
     }
+    // Each bad value gets a message that says what is wrong with it.
+    let said = |args: &[&str]| stubstrip_run(args, &[&t.out]).stderr;
+    assert_eq!(
+        said(&["fix", "--driver-link", "relative/dir"]),
+        "stubstrip: the driver link relative/dir is not absolute (it must start with /)\n"
+    );
+    assert_eq!(
+        said(&["fix", "--compat", "/x/../compat"]),
+        "stubstrip: the compat directory /x/../compat is not normalised (a . or .. component); \
+         write /compat\n"
+    );
+    assert!(
+        said(&["fix", "--jobs", "0"]).contains("'0' for '--jobs <N>': must be at least 1"),
+        "{}",
+        said(&["fix", "--jobs", "0"])
+    );
     for sub in ["fix", "check"] {
         assert_eq!(stubstrip_run(&[sub], &[]).code, 2, "{sub} without PATH");
     }
@@ -410,7 +471,7 @@ fn files_that_fail_stay_byte_identical_and_the_rest_is_fixed() {
     assert_eq!(v["elf_files"], 6);
     assert!(
         r.stderr
-            .ends_with("stubstrip: 2 of 6 ELF files rewritten, 2 stub entries replaced, 3 files could not be processed\n"),
+            .ends_with("stubstrip: 2 of 6 ELF files rewritten, 2 stub entries replaced, 3 files could not be processed (named on stderr)\n"),
         "{}",
         r.stderr
     );
@@ -426,7 +487,7 @@ fn check_never_says_passed_about_files_it_could_not_read() {
     let cut = truncated(&t);
     let r = stubstrip_run(&["check"], &[&t.out]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(!r.stderr.contains("passed"), "{}", r.stderr);
+    assert!(!r.stdout.contains("passed"), "{}", r.stdout);
     // The first cut ends inside the program header table; the second inside a segment, which
     // the reader reports as a segment past the end of the file.
     for (p, what) in cut.iter().zip(["truncated", "inconsistent headers"]) {
@@ -438,12 +499,12 @@ fn check_never_says_passed_about_files_it_could_not_read() {
         );
     }
     assert!(
-        r.stderr.ends_with(
+        r.stdout.ends_with(
             "stubstrip: check incomplete: no stub entries in the 3 ELF files read; \
-             2 files could not be read (named above)\n"
+             2 files could not be read (named on stderr)\n"
         ),
         "{}",
-        r.stderr
+        r.stdout
     );
     let v = json(&stubstrip_run(&["check", "--json"], &[&t.out]));
     assert_eq!(v["elf_files"], 5);
@@ -454,17 +515,17 @@ fn check_never_says_passed_about_files_it_could_not_read() {
     let r = stubstrip_run(&["check"], &[&t.out]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.ends_with(
-            "stubstrip: check failed: 1 stub entries in 1 of 4 ELF files read; \
-             2 files could not be read (named above)\n"
+        r.stdout.ends_with(
+            "stubstrip: check failed: 1 stub entry in 1 of 4 ELF files read; \
+             2 files could not be read (named on stderr)\n"
         ),
         "{}",
-        r.stderr
+        r.stdout
     );
 }
 
 #[test]
-fn symlinks_are_not_followed() {
+fn symlinks_inside_a_tree_are_not_followed_named_ones_are() {
     if !can_build() {
         return;
     }
@@ -476,12 +537,13 @@ fn symlinks_are_not_followed() {
     symlink(outside.parent().unwrap(), t.out.join("linked-dir")).unwrap();
     let bytes = fs::read(&outside).unwrap();
     let stamp = write_stamp(&outside);
+    // check does not look behind them: the tree is clean once fixed.
     let r = stubstrip_run(&["fix"], &[&t.out]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("2 of 3 ELF files rewritten"),
+        r.stdout.contains("2 of 3 ELF files rewritten"),
         "{}",
-        r.stderr
+        r.stdout
     );
     assert_eq!(fs::read(&outside).unwrap(), bytes);
     assert_eq!(write_stamp(&outside), stamp);
@@ -489,21 +551,61 @@ fn symlinks_are_not_followed() {
         .unwrap()
         .file_type()
         .is_symlink());
-    // Given directly, a symlink is skipped too.
+    assert_eq!(stubstrip_run(&["check"], &[&t.out]).code, 0);
+    // Named, a symlink is followed (find -H), to a file or to a directory: check finds the
+    // stub entry behind it, and fix edits the file it points at, leaving the link a link.
+    for named in [t.out.join("lib/libout.so"), t.out.join("linked-dir")] {
+        let r = stubstrip_run(&["check"], &[&named]);
+        assert_eq!(r.code, 1, "{}: {}", named.display(), r.stdout);
+        assert!(!r.stdout.contains("passed"), "{}", r.stdout);
+        assert!(
+            r.stdout.contains("1 stub entry in 1 of 1 ELF file read"),
+            "{}",
+            r.stdout
+        );
+    }
     let r = stubstrip_run(&["fix"], &[&t.out.join("lib/libout.so")]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(
-        r.stderr,
-        "stubstrip: 0 of 0 ELF files rewritten, 0 stub entries replaced\n"
+    assert!(
+        r.stdout
+            .ends_with("1 of 1 ELF file rewritten, 1 stub entry replaced\n"),
+        "{}",
+        r.stdout
     );
-    assert_eq!(fs::read(&outside).unwrap(), bytes);
-    // check does not look behind them either: the tree is clean.
-    assert_eq!(stubstrip_run(&["check"], &[&t.out]).code, 0);
-    assert_eq!(stubstrip_run(&["check"], &[&outside]).code, 1);
+    assert_eq!(readelf_paths(&outside).0, Some(DRIVER.to_string()));
+    assert!(fs::symlink_metadata(t.out.join("lib/libout.so"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(
+        stubstrip_run(&["check"], &[&t.out.join("linked-dir")]).code,
+        0
+    );
 }
 
 #[test]
-fn fifos_sockets_and_devices_are_skipped() {
+fn paths_without_an_elf_file_never_pass() {
+    let d = tempfile::tempdir().unwrap();
+    fs::write(d.path().join("README"), "text\n").unwrap();
+    let for_each = |sub: &str, nothing: &str| {
+        let r = stubstrip_run(&[sub], &[d.path()]);
+        assert_eq!(r.code, 0, "{sub}: {}", r.stderr);
+        assert_eq!(
+            r.stdout,
+            format!(
+                "stubstrip: 1 file, 0 ELF files, 0 loadable objects\n\
+                 stubstrip: {nothing}: no ELF file under the named paths\n"
+            ),
+            "{sub}"
+        );
+    };
+    for_each("check", "check: nothing checked");
+    for_each("fix", "nothing rewritten");
+    for_each("audit", "audit: nothing audited");
+}
+
+#[test]
+fn fifos_and_sockets_are_skipped_even_when_named() {
     if !can_build() {
         return;
     }
@@ -511,14 +613,24 @@ fn fifos_sockets_and_devices_are_skipped() {
     let fifo = t.out.join("share/fifo");
     run_ok(std::process::Command::new("mkfifo").arg(&fifo));
     let _socket = std::os::unix::net::UnixListener::bind(t.out.join("share/socket")).unwrap();
-    let dev = Path::new("/dev/null");
+    // A named symlink to the FIFO is followed to it, and the FIFO is not read.
+    let link = t.root.join("link-to-fifo");
+    symlink(&fifo, &link).unwrap();
     for sub in ["fix", "check"] {
-        let r = stubstrip_run(&[sub, "--json"], &[&t.out, &fifo, dev]);
+        let r = stubstrip_run(&[sub, "--json"], &[&t.out, &fifo, &link]);
         assert_eq!(r.code, 0, "{sub}: {}", r.stderr);
         let v = json(&r);
         // Only the four regular files were looked at; nothing blocked on the FIFO.
         assert_eq!(v["files_scanned"], 4, "{sub}: {v:#}");
         assert_eq!(v["errors"], serde_json::json!([]), "{sub}");
+        // Named, each is said to be skipped.
+        for named in [&fifo, &link] {
+            let note = format!(
+                "stubstrip: {}: not a regular file or directory; skipped\n",
+                named.display()
+            );
+            assert!(r.stderr.contains(&note), "{sub}: {}", r.stderr);
+        }
     }
     assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
 }

@@ -90,10 +90,11 @@ fn fixes_checks_and_replies_with_the_fallback() {
             s = o.stub
         )
     );
-    // stderr: the fix's summary only (the check that passed says nothing).
+    // stderr: the count and the fix's summary only (the check that passed says nothing).
     assert_eq!(
         r.stderr,
-        "stubstrip: 1 of 1 ELF files rewritten, 1 stub entries replaced\n"
+        "stubstrip: 1 of 1 ELF file rewritten, 1 stub entry replaced \
+         (1 file, 1 ELF file, 1 loadable object)\n"
     );
     // Again: nothing removed, nothing to reply, nothing written.
     let stamp = write_stamp(&o.lib);
@@ -274,7 +275,10 @@ fn a_stub_entry_left_after_the_fix_exits_1_naming_it() {
     assert_eq!(r.stdout, "", "a failed run replies nothing");
     let note = r
         .stderr
-        .find("stubstrip: fixup: warning: stubstrip could not rewrite some files (named above)")
+        .find(
+            "stubstrip: fixup: warning: stubstrip could not rewrite some files \
+             (each in a 'stubstrip: error:' line)",
+        )
         .unwrap_or_else(|| panic!("{}", r.stderr));
     let header = r
         .stderr
@@ -285,6 +289,13 @@ fn a_stub_entry_left_after_the_fix_exits_1_naming_it() {
         .find(&format!("{}: RUNPATH entry {}\n", exe.display(), o.stub))
         .unwrap_or_else(|| panic!("{}", r.stderr));
     assert!(note < header && header < finding, "{}", r.stderr);
+    // The count is said once, by the fix.
+    assert_eq!(
+        r.stderr.matches("2 loadable objects").count(),
+        1,
+        "{}",
+        r.stderr
+    );
     // The other file was fixed all the same.
     assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.driver));
     assert_eq!(runpath(&exe), o.stub);

@@ -71,6 +71,9 @@ let
 
       autoPatchelfHook = self.makeSetupHook { name = "auto-patchelf-hook"; } ./hooks/auto-patchelf.sh;
 
+      # pkgs/by-name/in/installShellFiles: installManPage, installShellCompletion.
+      installShellFiles = self.makeSetupHook { name = "install-shell-files"; } ./hooks/install-shell-files.sh;
+
       rustPlatform = import ./rust.nix {
         inherit lib prebuilt;
         inherit (self) stdenv cargo rustc;

@@ -20,6 +20,7 @@ pub use rules::Severity;
 
 use crate::elf_input::InputError;
 use crate::rule::StubMatcher;
+use crate::walk::Exclude;
 
 /// Exit status: a finding at or above the `--deny` level.
 pub const EXIT_DENIED: u8 = 1;
@@ -31,6 +32,8 @@ pub const EXIT_UNREADABLE: u8 = 3;
 pub struct AuditConfig {
     /// Files or directories.
     pub paths: Vec<PathBuf>,
+    /// What to leave out.
+    pub exclude: Exclude,
     /// Fail on findings at or above this severity (`None`: never).
     pub deny: Option<Severity>,
     /// JSON on stdout.
@@ -60,7 +63,8 @@ pub enum AuditFileError {
 /// What happened to one file.
 #[derive(Debug)]
 pub enum AuditOutcome {
-    /// Not a dynamically linked ELF program or library: nothing to audit.
+    /// Not a dynamically linked program or library (static, or not ELF after all): nothing to
+    /// audit.
     NotAudited,
     /// Its findings (none: clean).
     Audited(Vec<rules::AuditFinding>),

@@ -8,8 +8,9 @@ use serde::Serialize;
 
 use super::rules::AuditFinding;
 use super::{AuditOutcome, Severity};
-use crate::printout::{json_text, walk_error_entries, ErrorEntry, Printout};
-use crate::walk::WalkError;
+use crate::census::Census;
+use crate::printout::{count, json_text, walk_error_entries, ErrorEntry, Printout};
+use crate::scan::Scan;
 
 /// One finding with the file it is about.
 #[derive(Serialize)]
@@ -39,25 +40,32 @@ pub struct AuditReport<'a> {
     denied: bool,
     findings: Vec<FileFinding<'a>>,
     errors: Vec<ErrorEntry>,
+    census: Census,
+    /// Diagnostics about the named paths ([`Scan::notes`]).
+    #[serde(skip)]
+    notes: String,
 }
 
 impl<'a> AuditReport<'a> {
-    /// Summarizes per-file outcomes; findings at or above `deny` make the report fail.
+    /// Summarizes the outcomes of the loadable objects of `scan`; findings at or above `deny`
+    /// make the report fail.
     pub fn new(
         results: &'a [(PathBuf, AuditOutcome)],
-        walk: &[WalkError],
+        scan: &Scan,
         deny: Option<Severity>,
     ) -> Self {
         let mut report = AuditReport {
             command: "audit",
             deny: deny.map(Severity::name).unwrap_or("never"),
-            files_scanned: results.len(),
-            elf_files: 0,
+            files_scanned: scan.census.files_seen,
+            elf_files: scan.census.elf_files,
             files_with_findings: 0,
             counts: SeverityCounts::default(),
             denied: false,
             findings: Vec::new(),
-            errors: walk_error_entries(walk, |w| w.error.to_string()),
+            errors: walk_error_entries(&scan.errors, |w| w.error.to_string()),
+            census: scan.census,
+            notes: scan.notes(),
         };
         for (path, o) in results {
             match o {
@@ -67,7 +75,6 @@ impl<'a> AuditReport<'a> {
                     error: e.to_string(),
                 }),
                 AuditOutcome::Audited(found) => {
-                    report.elf_files += 1;
                     if !found.is_empty() {
                         report.files_with_findings += 1;
                     }
@@ -101,19 +108,50 @@ impl<'a> AuditReport<'a> {
         !self.errors.is_empty()
     }
 
-    /// The report's text: errors, findings (unless `json`) and the summary on stderr; with
-    /// `json` the report on stdout.
-    pub fn render(&self, json: bool) -> Printout {
-        let mut p = Printout::default();
-        let err = &mut p.stderr;
-        for e in &self.errors {
-            let _ = writeln!(err, "stubstrip: error: {}: {}", e.path, e.error);
+    /// The summary line.
+    pub fn summary(&self) -> String {
+        if let (Some(nothing), true) = (self.census.nothing_to_do(), self.errors.is_empty()) {
+            return format!("stubstrip: audit: nothing audited: {nothing}");
         }
+        let c = &self.counts;
+        format!(
+            "stubstrip: audit: {}, {}, {} in {} of {}{}{}",
+            count(c.error, "error", "errors"),
+            count(c.warning, "warning", "warnings"),
+            count(c.info, "info", "info"),
+            self.files_with_findings,
+            count(self.census.loadable_objects, "ELF file", "ELF files"),
+            match self.errors.len() {
+                0 => String::new(),
+                n => format!(
+                    ", {} could not be read (named on stderr)",
+                    count(n, "file", "files")
+                ),
+            },
+            if self.denied {
+                format!(" (failing: findings at or above --deny {})", self.deny)
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// The report's text: errors on stderr; findings, the count (with `say_count`) and the
+    /// summary for people; with `json` the report as data.
+    pub fn render(&self, json: bool, say_count: bool) -> Printout {
+        let mut p = Printout::default();
+        if say_count {
+            p.diagnostics.push_str(&self.notes);
+        }
+        for e in &self.errors {
+            let _ = writeln!(p.diagnostics, "stubstrip: error: {}: {}", e.path, e.error);
+        }
+        let out = &mut p.report;
         if !json {
             for f in &self.findings {
                 let x = f.finding;
                 let _ = writeln!(
-                    err,
+                    out,
                     "{}: {}[{}]: {}\n    fix: {}",
                     f.file,
                     x.severity.name(),
@@ -123,27 +161,12 @@ impl<'a> AuditReport<'a> {
                 );
             }
         }
-        let _ = writeln!(
-            err,
-            "stubstrip: audit: {} errors, {} warnings, {} info in {} of {} ELF files{}{}",
-            self.counts.error,
-            self.counts.warning,
-            self.counts.info,
-            self.files_with_findings,
-            self.elf_files,
-            if self.errors.is_empty() {
-                String::new()
-            } else {
-                format!(", {} files could not be read", self.errors.len())
-            },
-            if self.denied {
-                format!(" (failing: findings at or above --deny {})", self.deny)
-            } else {
-                String::new()
-            }
-        );
+        if say_count {
+            let _ = writeln!(out, "{}", self.census.line());
+        }
+        let _ = writeln!(out, "{}", self.summary());
         if json {
-            p.stdout = json_text(self);
+            p.data = Some(json_text(self));
         }
         p
     }

@@ -17,7 +17,8 @@ use super::rules::{self, AuditContext, AuditSubject};
 use super::{AuditConfig, AuditFileError, AuditOutcome, EXIT_DENIED, EXIT_UNREADABLE};
 use crate::driver::RUNTIME_DIRS;
 use crate::elf_input;
-use crate::walk;
+use crate::printout::Printout;
+use crate::scan::{self, Scan};
 
 /// The build and temporary directories: `/build` (the Nix sandbox's), `$NIX_BUILD_TOP`,
 /// `$TMPDIR` and the given ones; without trailing slashes, never `/` itself.
@@ -54,7 +55,7 @@ fn audit_file(
         root: c.root.clone(),
     };
     let p = path.as_os_str().as_bytes();
-    let (header, info) = match elf_input::read(path) {
+    let (header, info) = match elf_input::read(path, false) {
         Ok(x) => x,
         Err(e) if e.is_not_elf() => return AuditOutcome::NotAudited,
         Err(e) => return AuditOutcome::Failed(e.into()),
@@ -115,11 +116,21 @@ fn audit_file(
 
 /// Runs `audit`; returns the exit status.
 pub fn run(c: &AuditConfig) -> u8 {
+    let scan = scan::scan(&c.paths, &c.exclude);
+    let report = run_on(c, &scan, true);
+    report.0.emit();
+    report.1
+}
+
+/// Audits the loadable objects of `scan`; the report's text (with the count line when
+/// `say_count`) and the exit status (for `fixup`, which prints it elsewhere and has given the
+/// count).
+pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
     let build = build_dirs(&c.build_dirs);
     let runtime: Vec<Bytes> = RUNTIME_DIRS.iter().map(|d| d.as_bytes().to_vec()).collect();
     let cache: SettingsCache = Mutex::new(HashMap::new());
-    let (files, walk_errors) = walk::regular_files(&c.paths);
-    let results: Vec<(PathBuf, AuditOutcome)> = files
+    let results: Vec<(PathBuf, AuditOutcome)> = scan
+        .objects()
         .into_par_iter()
         .map(|p| {
             let o = audit_file(&p, c, &build, &runtime, &cache);
@@ -127,13 +138,13 @@ pub fn run(c: &AuditConfig) -> u8 {
         })
         .collect();
 
-    let report = AuditReport::new(&results, &walk_errors, c.deny);
-    report.render(c.json).emit();
-    if report.denied() {
+    let report = AuditReport::new(&results, scan, c.deny);
+    let code = if report.denied() {
         EXIT_DENIED
     } else if report.failed() {
         EXIT_UNREADABLE
     } else {
         0
-    }
+    };
+    (report.render(c.json, say_count), code)
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use crate::elf_file::{FileError, Note, RunpathTag};
 use crate::fix::plan::note_entry_text;
 use crate::rule::StubMatcher;
+use crate::walk::Exclude;
 
 /// Exit status: a stub entry was found.
 pub const EXIT_STUBS_FOUND: u8 = 1;
@@ -25,9 +26,11 @@ pub type CheckOutcome = Result<Option<Vec<(RunpathTag, String)>>, FileError>;
 pub struct CheckConfig {
     /// Files or directories.
     pub paths: Vec<PathBuf>,
+    /// What to leave out.
+    pub exclude: Exclude,
     /// Which run path entries are stubs.
     pub stubs: StubMatcher,
-    /// One line per clean ELF file on stderr.
+    /// One line per clean ELF file.
     pub verbose: bool,
     /// The JSON report on stdout.
     pub json: bool,

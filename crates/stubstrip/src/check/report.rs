@@ -7,8 +7,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::CheckOutcome;
+use crate::census::Census;
 use crate::elf_file::RunpathTag;
-use crate::printout::{json_text, walk_error_entries, ErrorEntry, Printout};
+use crate::printout::{count, json_text, walk_error_entries, ErrorEntry, Printout};
+use crate::scan::Scan;
 use crate::walk::WalkError;
 
 /// One stub entry left in a file.
@@ -28,32 +30,42 @@ pub struct CheckReport {
     files_with_stubs: usize,
     findings: Vec<StubEntry>,
     errors: Vec<ErrorEntry>,
-    /// ELF files among the errors (they count in `elf_files` but were not read).
+    census: Census,
+    /// Diagnostics about the named paths ([`Scan::notes`]).
     #[serde(skip)]
-    unread_elf_files: usize,
+    notes: String,
+    /// Loadable objects read.
+    #[serde(skip)]
+    read: usize,
     /// ELF files without a stub entry, for `-v`.
     #[serde(skip)]
     clean: Vec<String>,
+    /// Whether the text repeats the count (`fixup` has said it with the fix's report).
+    #[serde(skip)]
+    say_count: bool,
 }
 
 impl CheckReport {
-    /// Summarizes per-file results.
-    pub fn new(results: &[(PathBuf, CheckOutcome)], walk: &[WalkError]) -> Self {
+    /// Summarizes the results of the loadable objects of `scan`.
+    pub fn new(results: &[(PathBuf, CheckOutcome)], scan: &Scan) -> Self {
         let mut r = CheckReport {
             command: "check",
-            files_scanned: results.len(),
-            elf_files: 0,
+            files_scanned: scan.census.files_seen,
+            elf_files: scan.census.elf_files,
             files_with_stubs: 0,
             findings: Vec::new(),
-            errors: walk_error_entries(walk, WalkError::to_string),
-            unread_elf_files: 0,
+            errors: walk_error_entries(&scan.errors, WalkError::to_string),
+            census: scan.census,
+            notes: scan.notes(),
+            read: 0,
             clean: Vec::new(),
+            say_count: true,
         };
         for (path, res) in results {
             match res {
                 Ok(None) => {}
                 Ok(Some(found)) => {
-                    r.elf_files += 1;
+                    r.read += 1;
                     if found.is_empty() {
                         r.clean.push(path.display().to_string());
                     } else {
@@ -67,10 +79,6 @@ impl CheckReport {
                         }));
                 }
                 Err(error) => {
-                    if error.is_elf() {
-                        r.elf_files += 1;
-                        r.unread_elf_files += 1;
-                    }
                     r.errors.push(ErrorEntry {
                         path: path.display().to_string(),
                         error: error.to_string(),
@@ -79,6 +87,14 @@ impl CheckReport {
             }
         }
         r
+    }
+
+    /// The text leaves out the count line and the notes on the named paths (for a report that
+    /// follows one that gave them).
+    pub fn without_count(mut self) -> Self {
+        self.say_count = false;
+        self.notes.clear();
+        self
     }
 
     /// Number of stub entries found.
@@ -96,52 +112,57 @@ impl CheckReport {
         self.findings.is_empty() && self.errors.is_empty()
     }
 
-    /// The summary line. It says "passed" only when every file was read: a file that could
-    /// not be read may hold a stub entry.
+    /// The summary line. It says "passed" only when every file was read and there was
+    /// something to read: a file that could not be read may hold a stub entry.
     pub fn summary(&self) -> String {
         let unread = match self.errors.len() {
             0 => String::new(),
-            1 => "; 1 file could not be read (named above)".to_string(),
-            n => format!("; {n} files could not be read (named above)"),
+            n => format!(
+                "; {} could not be read (named on stderr)",
+                count(n, "file", "files")
+            ),
         };
-        let read = self.elf_files - self.unread_elf_files;
+        let read = count(self.read, "ELF file read", "ELF files read");
         if !self.findings.is_empty() {
             format!(
-                "stubstrip: check failed: {} stub entries in {} of {read} ELF files read{unread}",
-                self.findings.len(),
+                "stubstrip: check failed: {} in {} of {read}{unread}",
+                count(self.findings.len(), "stub entry", "stub entries"),
                 self.files_with_stubs,
             )
         } else if !self.errors.is_empty() {
-            format!(
-                "stubstrip: check incomplete: no stub entries in the {read} ELF files read{unread}"
-            )
+            format!("stubstrip: check incomplete: no stub entries in the {read}{unread}")
+        } else if let Some(nothing) = self.census.nothing_to_do() {
+            format!("stubstrip: check: nothing checked: {nothing}")
         } else {
-            format!(
-                "stubstrip: check passed: no stub entries in {} ELF files",
-                self.elf_files
-            )
+            format!("stubstrip: check passed: no stub entries in {read}")
         }
     }
 
-    /// The report's text: errors, findings (and with `verbose` each clean ELF file) and the
-    /// summary on stderr; with `json` the report on stdout.
+    /// The report's text: errors on stderr; findings (and with `verbose` each clean ELF file),
+    /// the count and the summary for people; with `json` the report as data.
     pub fn render(&self, verbose: bool, json: bool) -> Printout {
-        let mut p = Printout::default();
-        let err = &mut p.stderr;
+        let mut p = Printout {
+            diagnostics: self.notes.clone(),
+            ..Printout::default()
+        };
         for e in &self.errors {
-            let _ = writeln!(err, "stubstrip: error: {}", e.error);
+            let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
         }
+        let out = &mut p.report;
         if verbose {
             for c in &self.clean {
-                let _ = writeln!(err, "stubstrip: {c}: no stub entries");
+                let _ = writeln!(out, "stubstrip: {c}: no stub entries");
             }
         }
         for f in &self.findings {
-            let _ = writeln!(err, "{}: {} entry {}", f.path, f.tag.name(), f.entry);
+            let _ = writeln!(out, "{}: {} entry {}", f.path, f.tag.name(), f.entry);
         }
-        let _ = writeln!(err, "{}", self.summary());
+        if self.say_count {
+            let _ = writeln!(out, "{}", self.census.line());
+        }
+        let _ = writeln!(out, "{}", self.summary());
         if json {
-            p.stdout = json_text(self);
+            p.data = Some(json_text(self));
         }
         p
     }

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::elf_file;
 use crate::rule::StubMatcher;
-use crate::walk;
+use crate::scan;
 
 /// The stub entries left in one file.
 pub fn check_file(path: &Path, stubs: &StubMatcher) -> CheckOutcome {
@@ -31,9 +31,9 @@ pub fn check_files(stubs: &StubMatcher, files: &[PathBuf]) -> Vec<(PathBuf, Chec
 
 /// Runs `check`; returns the exit status.
 pub fn run(c: &CheckConfig) -> u8 {
-    let (files, walk_errors) = walk::regular_files(&c.paths);
-    let results = check_files(&c.stubs, &files);
-    let r = CheckReport::new(&results, &walk_errors);
+    let scan = scan::scan(&c.paths, &c.exclude);
+    let results = check_files(&c.stubs, &scan.objects());
+    let r = CheckReport::new(&results, &scan);
     r.render(c.verbose, c.json).emit();
     if r.stub_entries() > 0 {
         EXIT_STUBS_FOUND

@@ -569,13 +569,16 @@ impl ExplainReport {
 
     /// The report's text: the tree on stdout, or with `json` the report.
     pub fn render(&self, json: bool) -> Printout {
-        Printout {
-            stderr: String::new(),
-            stdout: if json {
-                json_text(self)
-            } else {
-                render_text(self)
-            },
+        if json {
+            Printout {
+                data: Some(json_text(self)),
+                ..Printout::default()
+            }
+        } else {
+            Printout {
+                report: render_text(self),
+                ..Printout::default()
+            }
         }
     }
 }

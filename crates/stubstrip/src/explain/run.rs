@@ -35,7 +35,7 @@ fn locate_program(file: &Path, fs: &HostFs) -> (Bytes, Bytes) {
 
 /// Runs `explain`; returns the exit status.
 pub fn run(c: &ExplainConfig) -> u8 {
-    let (header, info) = match elf_input::read(&c.file) {
+    let (header, info) = match elf_input::read(&c.file, true) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("stubstrip: {}: {e}", c.file.display());

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 use crate::elf_file::FileError;
 use crate::rule::StubRule;
+use crate::walk::Exclude;
 use plan::RunpathChange;
 
 /// Exit status: some file could not be processed (named on stderr; left unchanged).
@@ -35,9 +36,11 @@ pub enum FixOutcome {
 pub struct FixConfig {
     /// Files or directories.
     pub paths: Vec<PathBuf>,
+    /// What to leave out.
+    pub exclude: Exclude,
     /// Stub matcher, driver link and compat directory.
     pub rule: StubRule,
-    /// One line per changed run path on stderr.
+    /// One line per changed run path.
     pub verbose: bool,
     /// The JSON report on stdout.
     pub json: bool,

@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use super::plan::RunpathChange;
 use super::FixOutcome;
-use crate::printout::{json_text, walk_error_entries, ErrorEntry, Printout};
+use crate::census::Census;
+use crate::printout::{count, json_text, walk_error_entries, ErrorEntry, Printout};
 use crate::rule::StubRule;
+use crate::scan::Scan;
 use crate::walk::WalkError;
 
 /// One file's changes, for the JSON report.
@@ -32,11 +34,19 @@ pub struct FixReport<'a> {
     removed_dirs: Vec<String>,
     changes: Vec<FileChange<'a>>,
     errors: Vec<ErrorEntry>,
+    census: Census,
+    /// Diagnostics about the named paths ([`Scan::notes`]).
+    #[serde(skip)]
+    notes: String,
+    /// Whether the count goes at the end of the summary line rather than on a line of its own
+    /// (`fixup`: the hook's build log gets one line from a run with nothing to say).
+    #[serde(skip)]
+    count_inline: bool,
 }
 
 impl<'a> FixReport<'a> {
-    /// Summarizes per-file outcomes.
-    pub fn new(rule: &StubRule, results: &'a [(PathBuf, FixOutcome)], walk: &[WalkError]) -> Self {
+    /// Summarizes the outcomes of the loadable objects of `scan`.
+    pub fn new(rule: &StubRule, results: &'a [(PathBuf, FixOutcome)], scan: &Scan) -> Self {
         let mut r = FixReport {
             command: "fix",
             driver_link: String::from_utf8_lossy(&rule.driver_link).into_owned(),
@@ -44,20 +54,21 @@ impl<'a> FixReport<'a> {
                 .compat
                 .as_ref()
                 .map(|c| String::from_utf8_lossy(c).into_owned()),
-            files_scanned: results.len(),
-            elf_files: 0,
+            files_scanned: scan.census.files_seen,
+            elf_files: scan.census.elf_files,
             rewritten: 0,
             stub_entries_replaced: 0,
             removed_dirs: Vec::new(),
             changes: Vec::new(),
-            errors: walk_error_entries(walk, WalkError::to_string),
+            errors: walk_error_entries(&scan.errors, WalkError::to_string),
+            census: scan.census,
+            notes: scan.notes(),
+            count_inline: false,
         };
         for (path, outcome) in results {
             match outcome {
-                FixOutcome::NotElf => {}
-                FixOutcome::Clean => r.elf_files += 1,
+                FixOutcome::NotElf | FixOutcome::Clean => {}
                 FixOutcome::Changed(entries) => {
-                    r.elf_files += 1;
                     r.rewritten += 1;
                     for e in entries {
                         r.stub_entries_replaced += e.removed.len();
@@ -73,9 +84,6 @@ impl<'a> FixReport<'a> {
                     });
                 }
                 FixOutcome::Failed(error) => {
-                    if error.is_elf() {
-                        r.elf_files += 1;
-                    }
                     r.errors.push(ErrorEntry {
                         path: path.display().to_string(),
                         error: error.to_string(),
@@ -84,6 +92,12 @@ impl<'a> FixReport<'a> {
             }
         }
         r
+    }
+
+    /// The count goes at the end of the summary line, in parentheses.
+    pub fn count_inline(mut self) -> Self {
+        self.count_inline = true;
+        self
     }
 
     /// Whether some file could not be processed.
@@ -96,19 +110,45 @@ impl<'a> FixReport<'a> {
         &self.removed_dirs
     }
 
-    /// The report's text: errors, with `verbose` each change, and the summary on stderr; with
-    /// `json` the report, else with `print_removed` each removed directory, on stdout.
-    pub fn render(&self, verbose: bool, json: bool, print_removed: bool) -> Printout {
-        let mut p = Printout::default();
-        let err = &mut p.stderr;
-        for e in &self.errors {
-            let _ = writeln!(err, "stubstrip: error: {}", e.error);
+    /// The summary line.
+    pub fn summary(&self) -> String {
+        let failed = match self.errors.len() {
+            0 => String::new(),
+            n => format!(
+                ", {} could not be processed (named on stderr)",
+                count(n, "file", "files")
+            ),
+        };
+        match self.census.nothing_to_do() {
+            Some(nothing) if self.errors.is_empty() => {
+                format!("stubstrip: nothing rewritten: {nothing}")
+            }
+            _ => format!(
+                "stubstrip: {} of {} rewritten, {} replaced{failed}",
+                self.rewritten,
+                count(self.census.loadable_objects, "ELF file", "ELF files"),
+                count(self.stub_entries_replaced, "stub entry", "stub entries"),
+            ),
         }
+    }
+
+    /// The report's text: errors on stderr; with `verbose` each change, the count and the
+    /// summary for people; with `json` the report, else with `print_removed` each removed
+    /// directory, as data.
+    pub fn render(&self, verbose: bool, json: bool, print_removed: bool) -> Printout {
+        let mut p = Printout {
+            diagnostics: self.notes.clone(),
+            ..Printout::default()
+        };
+        for e in &self.errors {
+            let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
+        }
+        let out = &mut p.report;
         if verbose {
             for c in &self.changes {
                 for e in c.entries {
                     let _ = writeln!(
-                        err,
+                        out,
                         "stubstrip: {}: {} {} -> {}",
                         c.path,
                         e.tag.name(),
@@ -118,24 +158,20 @@ impl<'a> FixReport<'a> {
                 }
             }
         }
-        let _ = writeln!(
-            err,
-            "stubstrip: {} of {} ELF files rewritten, {} stub entries replaced{}",
-            self.rewritten,
-            self.elf_files,
-            self.stub_entries_replaced,
-            match self.errors.len() {
-                0 => String::new(),
-                1 => ", 1 file could not be processed".to_string(),
-                n => format!(", {n} files could not be processed"),
-            }
-        );
+        if self.count_inline {
+            let _ = writeln!(out, "{} ({})", self.summary(), self.census.counts());
+        } else {
+            let _ = writeln!(out, "{}", self.census.line());
+            let _ = writeln!(out, "{}", self.summary());
+        }
         if json {
-            p.stdout = json_text(self);
+            p.data = Some(json_text(self));
         } else if print_removed {
+            let mut data = String::new();
             for d in &self.removed_dirs {
-                let _ = writeln!(p.stdout, "{d}");
+                let _ = writeln!(data, "{d}");
             }
+            p.data = Some(data);
         }
         p
     }

@@ -9,7 +9,7 @@ use super::report::FixReport;
 use super::{FixConfig, FixOutcome, EXIT_FILE_ERRORS};
 use crate::elf_file;
 use crate::rule::StubRule;
-use crate::walk;
+use crate::scan;
 
 /// Applies the rule to one file, writing only when something changes.
 pub fn fix_file(path: &Path, rule: &StubRule) -> FixOutcome {
@@ -43,9 +43,9 @@ pub fn fix_files(rule: &StubRule, files: &[PathBuf]) -> Vec<(PathBuf, FixOutcome
 
 /// Runs `fix`; returns the exit status.
 pub fn run(c: &FixConfig) -> u8 {
-    let (files, walk_errors) = walk::regular_files(&c.paths);
-    let results = fix_files(&c.rule, &files);
-    let r = FixReport::new(&c.rule, &results, &walk_errors);
+    let scan = scan::scan(&c.paths, &c.exclude);
+    let results = fix_files(&c.rule, &scan.objects());
+    let r = FixReport::new(&c.rule, &results, &scan);
     r.render(c.verbose, c.json, c.print_removed).emit();
     if r.failed() {
         EXIT_FILE_ERRORS

@@ -30,6 +30,7 @@ use std::path::PathBuf;
 
 use crate::audit::Severity;
 use crate::rule::StubRule;
+use crate::walk::Exclude;
 
 /// Exit status: a stub entry is left after the fix.
 pub const EXIT_STUBS_LEFT: u8 = 1;
@@ -47,9 +48,11 @@ pub const EXIT_CHECK_LIBS: u8 = 6;
 pub struct FixupConfig {
     /// The derivation's outputs (files or directories).
     pub paths: Vec<PathBuf>,
+    /// What to leave out.
+    pub exclude: Exclude,
     /// Stub matcher, driver link and compat directory.
     pub rule: StubRule,
-    /// One line per changed file on stderr.
+    /// One line per changed run path on stderr.
     pub verbose: bool,
     /// Audit after the check, failing at or above this severity.
     pub audit: Option<Severity>,

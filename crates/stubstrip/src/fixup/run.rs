@@ -19,7 +19,7 @@ use crate::fix::report::FixReport;
 use crate::fix::run::fix_files;
 use crate::fix::FixOutcome;
 use crate::rule::StubMatcher;
-use crate::walk;
+use crate::scan;
 use elfpatch::ErrorKind;
 
 /// Notes that go to the build log: as `log` instructions on success, on stderr on failure
@@ -47,14 +47,18 @@ impl HookNotes {
 /// Runs `fixup`; returns the exit status.
 pub fn run(c: &FixupConfig) -> u8 {
     let mut notes = HookNotes(Vec::new());
-    let (files, walk_errors) = walk::regular_files(&c.paths);
+    // One walk for the fix, the check and the audit: they see the same files.
+    let scan = scan::scan(&c.paths, &c.exclude);
+    let files = scan.objects();
 
     let fixed = fix_files(&c.rule, &files);
-    let fix_report = FixReport::new(&c.rule, &fixed, &walk_errors);
-    fix_report.render(c.verbose, false, false).emit();
+    let fix_report = FixReport::new(&c.rule, &fixed, &scan).count_inline();
+    // Stdout is the hook's: every line for people goes to stderr.
+    fix_report.render(c.verbose, false, false).to_stderr();
     if fix_report.failed() {
         notes.log(
-            "warning: stubstrip could not rewrite some files (named above); checking them for stub entries",
+            "warning: stubstrip could not rewrite some files (each in a 'stubstrip: error:' line); \
+             checking them for stub entries",
         );
     }
 
@@ -66,23 +70,24 @@ pub fn run(c: &FixupConfig) -> u8 {
             "warning: {why}; not read as ELF, but no string in it names a stub directory: left as it is"
         ));
     }
-    let check = CheckReport::new(&checked, &walk_errors);
+    let check = CheckReport::new(&checked, &scan).without_count();
     if check.stub_entries() > 0 {
         let msg = "stub paths still present in RUNPATH or the resolution-cache note after the fix:";
         let code = notes.fail(EXIT_STUBS_LEFT, msg);
-        check.render(false, false).emit();
+        check.render(false, false).to_stderr();
         return code;
     }
     if !check.passed() {
         let msg = "the check after the fix could not read every file, so it cannot say that no stub entry is left:";
         let code = notes.fail(EXIT_UNCHECKED, msg);
-        check.render(false, false).emit();
+        check.render(false, false).to_stderr();
         return code;
     }
 
     if let Some(level) = c.audit {
         let audit = AuditConfig {
             paths: c.paths.clone(),
+            exclude: c.exclude.clone(),
             deny: Some(level),
             json: false,
             build_dirs: Vec::new(),
@@ -91,7 +96,9 @@ pub fn run(c: &FixupConfig) -> u8 {
             model: Default::default(),
         };
         let level = level.name();
-        match audit::run::run(&audit) {
+        let (said, code) = audit::run::run_on(&audit, &scan, false);
+        said.to_stderr();
+        match code {
             0 => notes.log(format!("audit: no finding at or above '{level}'")),
             audit::EXIT_DENIED => {
                 return notes.fail(
@@ -101,7 +108,9 @@ pub fn run(c: &FixupConfig) -> u8 {
                     ),
                 );
             }
-            _ => notes.log("warning: stubstrip audit could not read some files (named above)"),
+            _ => notes.log(
+                "warning: stubstrip audit could not read some files (each in a 'stubstrip: error:' line)",
+            ),
         }
     }
 
