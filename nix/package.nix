@@ -40,6 +40,12 @@ rustPlatform.buildRustPackage {
       --bash <($out/bin/stubstrip generate-completion bash) \
       --zsh <($out/bin/stubstrip generate-completion zsh) \
       --fish <($out/bin/stubstrip generate-completion fish)
+    $out/bin/elfpatch --generate-man > elfpatch.1
+    installManPage elfpatch.1
+    installShellCompletion --cmd elfpatch \
+      --bash <($out/bin/elfpatch --generate-completion bash) \
+      --zsh <($out/bin/elfpatch --generate-completion zsh) \
+      --fish <($out/bin/elfpatch --generate-completion fish)
   '';
 
   # `cargo build` / `cargo test` at the root of a virtual workspace cover every

@@ -236,7 +236,9 @@ if out=$(storeBuild -A stubstrip 2>"$work/err"); then
     fi
     # postInstall: the binary's own manual pages and completions (installShellFiles).
     shellFiles=(share/man/man1/stubstrip.1 share/man/man1/stubstrip-fix.1 share/bash-completion/completions/stubstrip.bash
-        share/zsh/site-functions/_stubstrip share/fish/vendor_completions.d/stubstrip.fish)
+        share/zsh/site-functions/_stubstrip share/fish/vendor_completions.d/stubstrip.fish
+        share/man/man1/elfpatch.1 share/bash-completion/completions/elfpatch.bash
+        share/zsh/site-functions/_elfpatch share/fish/vendor_completions.d/elfpatch.fish)
     missingFiles=()
     for f in "${shellFiles[@]}"; do [[ -s $out/$f ]] || missingFiles+=("$f"); done
     if ((${#missingFiles[@]} == 0)); then

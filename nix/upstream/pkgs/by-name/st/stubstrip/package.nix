@@ -37,6 +37,12 @@ rustPlatform.buildRustPackage (finalAttrs: {
       --bash <($out/bin/stubstrip generate-completion bash) \
       --zsh <($out/bin/stubstrip generate-completion zsh) \
       --fish <($out/bin/stubstrip generate-completion fish)
+    $out/bin/elfpatch --generate-man > elfpatch.1
+    installManPage elfpatch.1
+    installShellCompletion --cmd elfpatch \
+      --bash <($out/bin/elfpatch --generate-completion bash) \
+      --zsh <($out/bin/elfpatch --generate-completion zsh) \
+      --fish <($out/bin/elfpatch --generate-completion fish)
   '';
 
   # A virtual workspace: `cargo build` and `cargo test` at its root cover every member, so both
