@@ -873,7 +873,10 @@ fn read_dynamic<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Dynamic>>
         return Err(Error::malformed(
             p.p_offset,
             format!(
-                "dynamic section ({} bytes) has no DT_NULL terminator",
+                // patchelf's words for it close the message: scripts (its own invalid-elf test
+                // among them) look for them.
+                "dynamic section ({} bytes) has no DT_NULL terminator, so any edit of it would \
+                 write past its end (patchelf: setSubstr: write extends past end of section)",
                 p.p_filesz
             ),
         ));

@@ -436,13 +436,16 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
     let nbuckets = u64::from(f.u32(&head[0..]));
     let symoffset = u64::from(f.u32(&head[4..]));
     let bloom_size = u64::from(f.u32(&head[8..]));
-    // glibc takes each hash modulo the bucket count: with none, a lookup divides by zero. No
-    // linker writes that (GNU ld, gold, lld and mold all write at least one bucket).
+    // No linker writes a table without buckets, but `strip --remove-section=.gnu.hash` leaves
+    // DT_GNU_HASH pointing at whatever follows, which can read so. Such a table has no chains:
+    // it implies only the symbols below `symoffset`. Edits that rebuild or search it refuse it
+    // (plan/symbols.rs); the others (the interpreter, the run path) need no lookup through it.
     if nbuckets == 0 {
-        return Err(Error::malformed(
-            r.offset,
-            "DT_GNU_HASH: hash table header out of range: 0 buckets",
-        ));
+        let size = bloom_size
+            .checked_mul(f.word_size())
+            .and_then(|b| b.checked_add(16))
+            .ok_or_else(|| Error::malformed(r.offset, "DT_GNU_HASH sizes overflow"))?;
+        return Ok((size, symoffset));
     }
     let fixed = bloom_size
         .checked_mul(f.word_size())

@@ -419,7 +419,7 @@ fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
         .shdr
         .sh_offset as usize;
     let gnu_hash = elf.section_by_name(b".gnu.hash").unwrap().shdr.sh_offset as usize;
-    let cases: [(&str, usize, usize, u64, &str); 7] = [
+    let cases: [(&str, usize, usize, u64, &str); 6] = [
         (
             "names-past-end",
             shdr_field(&bytes, shstrndx, 32),
@@ -449,13 +449,6 @@ fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
             "string table index out of bounds",
         ),
         (
-            "gnu-hash-buckets",
-            gnu_hash,
-            4,
-            0,
-            "hash table header out of range",
-        ),
-        (
             "gnu-hash-maskwords",
             gnu_hash + 8,
             4,
@@ -479,4 +472,50 @@ fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
             "{name}: {err} lacks {phrase:?}"
         );
     }
+}
+
+/// A GNU hash table without buckets (what `strip --remove-section=.gnu.hash` can leave behind, as
+/// patchelf's `no-gnu-hash` test does) stops only the edits that search or rebuild it: the
+/// interpreter and the run path are edited, renaming a symbol is refused in patchelf's words,
+/// and the refused file stays as it was.
+#[test]
+fn a_gnu_hash_table_without_buckets_takes_other_edits() {
+    let (d, bytes) = sample();
+    let elf = Elf::parse(&bytes).unwrap();
+    let gnu_hash = elf.section_by_name(b".gnu.hash").unwrap().shdr.sh_offset as usize;
+    let mut b = bytes.clone();
+    wr(&mut b, gnu_hash, 4, 0);
+    let p = d.path().join("no-buckets");
+    fs::write(&p, &b).unwrap();
+    let rename = [Edit::RenameDynamicSymbols(vec![(
+        b"puts".to_vec(),
+        b"puts2".to_vec(),
+    )])];
+    let err = edit_in_place(&p, &rename, &Options::default()).expect_err("rename should fail");
+    assert!(
+        err.to_string().contains("hash table header out of range"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read(&p).unwrap(),
+        b,
+        "file changed after a refused rename"
+    );
+    let edits = [
+        Edit::SetInterpreter(b"/lib64/ld-linux-x86-64.so.2.but-longer/../x".to_vec()),
+        Edit::SetRunpath(
+            b"/a/directory/that/is/much/longer/than/the/old/one/to/force/growth".to_vec(),
+        ),
+    ];
+    edit_in_place(&p, &edits, &Options::default())
+        .unwrap_or_else(|e| panic!("edits that need no hash lookup refused: {e}"));
+    let edited = Elf::parse(&fs::read(&p).unwrap()).unwrap();
+    assert_eq!(
+        edited.interpreter(),
+        Some(b"/lib64/ld-linux-x86-64.so.2.but-longer/../x".as_slice())
+    );
+    assert_eq!(
+        edited.runpath(),
+        Some(b"/a/directory/that/is/much/longer/than/the/old/one/to/force/growth".as_slice())
+    );
 }

@@ -115,7 +115,7 @@ impl Builder<'_, '_> {
         let (start, end) = (params.symoffset as usize, info.symbols as usize);
         if params.nbuckets == 0 || end > names.len() {
             return Err(Error::unsupported(
-                "DT_GNU_HASH has no buckets or covers more symbols than there are",
+                "DT_GNU_HASH: hash table header out of range: no buckets, or more symbols than there are",
             ));
         }
         let hashes: Vec<u32> = names
