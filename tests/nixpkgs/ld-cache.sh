@@ -64,6 +64,7 @@ ldCacheTests() {
     local stub=$cudart/lib/stubs driver=/run/opengl-driver/lib
     local drv out log f rp said order notes
     local -a problems
+    local -A noteOf=()
     for n in $names; do
         drv=$(nix-instantiate "${nixOpts[@]}" "$here/ld-cache.nix" "${args[@]}" -A "variants.$n" 2>/dev/null)
         out=$(nix-store -q --outputs "$drv" 2>/dev/null | head -1)
@@ -99,10 +100,22 @@ ldCacheTests() {
         # No stub reference; the check fallback: the installCheck (Python: check phase) passed.
         if nix-store -q --references "$out" 2>/dev/null | grep -qxF "$cudart"; then problems+=("references $cudart"); fi
         [[ -s $out/share/stubstrip-nixpkgs/install-check ]] || problems+=("no mark of the installCheck")
+        # The notes as text, the output's own path taken out, to compare the two orders below.
+        noteOf[$n]=$(python3 "$here/ld_cache_note.py" "$out" | sed "s|$out|OUT|g")
         if ((${#problems[@]} == 0)); then
             pass "ld-cache: $n: ${order##* } last, $notes files with a note, libcuda.so.1 -> ?$driver, no stub in note, RUNPATH or references, installCheck passed"
         else
             fail "ld-cache: $n" "${problems[*]}"
+        fi
+    done
+
+    # Rewritten by stubstrip (first) or built from the fixed RUNPATH (after): the same note.
+    for n in $names; do
+        [[ $n == *-first && -n ${noteOf[$n]-} && -n ${noteOf[${n%-first}-after]-} ]] || continue
+        if [[ ${noteOf[$n]} == "${noteOf[${n%-first}-after]}" ]]; then
+            pass "ld-cache: ${n%-first}: both orders leave the same note: $(grep -o 'libcuda.so.1 -> .*' <<<"${noteOf[$n]}")"
+        else
+            fail "ld-cache: ${n%-first}: both orders leave the same note" "first: ${noteOf[$n]//$'\n'/ }; after: ${noteOf[${n%-first}-after]//$'\n'/ }"
         fi
     done
 
