@@ -150,6 +150,10 @@ if want elfpatch-stdenv; then
     elfpatchStdenvTests
 fi
 
+# --- ld-cache (opt-in): issue 18, a resolution-cache step before and after ours (./ld-cache.sh)
+# shellcheck source=tests/nixpkgs/ld-cache.sh
+if want ld-cache; then . "$here/ld-cache.sh" && ldCacheTests; fi
+
 # --- build -------------------------------------------------------------------------------------
 if ! want build; then
     finish
