@@ -520,8 +520,13 @@ fn print_rpath_on_a_separate_debug_file_prints_nothing() {
         assert!(out.status.success());
         assert_eq!(String::from_utf8_lossy(&out.stdout), "");
     }
-    // Run-path edits do nothing, as patchelf's; anything else is refused.
-    ep(&["--set-rpath", "/x"], &debug);
+    // An edit is refused (patchelf does nothing and succeeds), and the file stays as it was.
+    let out = elfpatch()
+        .args(["--set-rpath", "/x"])
+        .arg(&debug)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(5));
     assert_eq!(fs::read(&debug).unwrap(), bytes);
     let out = elfpatch()
         .arg("--print-needed")

@@ -168,18 +168,17 @@ impl Args {
             || self.add_debug_tag
     }
 
-    /// Whether the command line asks only about the run path (printing or changing it): on a
-    /// separate debug-info file patchelf then does nothing, prints nothing and succeeds (its test
-    /// `no-dynamic-section`), and so does elfpatch.
+    /// Whether the command line only prints the run path: on a separate debug-info file patchelf
+    /// then prints nothing and succeeds (its test `no-dynamic-section`), and so does elfpatch. An
+    /// edit of such a file is refused (patchelf does nothing and succeeds): a caller who asked
+    /// for a change is told that none was made.
     pub fn only_run_path(&self) -> bool {
         let prints_other = self.print_interpreter
             || self.print_soname
             || self.print_needed
             || self.print_os_abi
             || self.print_execstack;
-        (self.print_rpath || self.edits_run_path())
-            && !prints_other
-            && !self.edits_other_than_run_path()
+        self.print_rpath && !prints_other && !self.edits_something()
     }
 
     /// The execstack edit asked for, if any.
