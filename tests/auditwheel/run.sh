@@ -49,16 +49,9 @@ if ! python3 -m venv "$probe/venv" >/dev/null 2>&1 || [[ ! -f $pyInclude/Python.
 fi
 rm -rf "$probe"
 
-if [[ -n ${ELFPATCH-} ]]; then
-  BIN=$ELFPATCH
-else
-  (cd "$ROOT" && cargo build --release -p elfpatch) || die "cargo build --release -p elfpatch failed"
-  targetDir=${CARGO_TARGET_DIR:-target}
-  [[ $targetDir == /* ]] || targetDir=$ROOT/$targetDir
-  BIN=$targetDir/release/elfpatch
-fi
-[[ -x $BIN ]] || die "no elfpatch binary at $BIN"
-BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
+# shellcheck source=tests/lib/elfpatch-bin.sh
+. "$ROOT/tests/lib/elfpatch-bin.sh"
+find_elfpatch "$ROOT"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-auditwheel.XXXXXX") || die "mktemp failed"
 cleanup() {

@@ -34,15 +34,9 @@ die() {
 for tool in gcc strip eu-strip readelf nm eu-elflint; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
-if [[ -n ${ELFPATCH-} ]]; then
-  BIN=$ELFPATCH
-else
-  (cd "$ROOT" && cargo build --release -p elfpatch) || die "cargo build --release -p elfpatch failed"
-  targetDir=${CARGO_TARGET_DIR:-target}
-  [[ $targetDir == /* ]] || targetDir=$ROOT/$targetDir
-  BIN=$targetDir/release/elfpatch
-fi
-[[ -x $BIN ]] || die "no elfpatch binary at $BIN"
+# shellcheck source=tests/lib/elfpatch-bin.sh
+. "$ROOT/tests/lib/elfpatch-bin.sh"
+find_elfpatch "$ROOT"
 REF=${PATCHELF_REF:-$(command -v patchelf)}
 [[ -n $REF && $("$REF" --version 2>/dev/null) == "patchelf 0.19.3" ]] || {
   echo "exceptions.sh: no patchelf 0.19.3 (PATCHELF_REF); the reference column is left out" >&2

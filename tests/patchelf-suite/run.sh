@@ -77,15 +77,9 @@ for tool in g++ gcc make strip readelf objdump; do
   command -v "$tool" >/dev/null || die "$tool is required"
 done
 
-if [[ -n ${ELFPATCH-} ]]; then
-  BIN=$ELFPATCH
-else
-  (cd "$ROOT" && cargo build --release -p elfpatch) || die "cargo build --release -p elfpatch failed"
-  targetDir=${CARGO_TARGET_DIR:-target}
-  [[ $targetDir == /* ]] || targetDir=$ROOT/$targetDir
-  BIN=$targetDir/release/elfpatch
-fi
-[[ -x $BIN ]] || die "no elfpatch binary at $BIN"
+# shellcheck source=tests/lib/elfpatch-bin.sh
+. "$ROOT/tests/lib/elfpatch-bin.sh"
+find_elfpatch "$ROOT"
 
 WORK=${PATCHELF_SUITE_DIR:-$ROOT/target/patchelf-suite}
 mkdir -p "$WORK/cache" || die "cannot create $WORK"
