@@ -42,3 +42,123 @@ impl Builder<'_, '_> {
         table_end
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use elfsynth::{Class, Endian, Spec};
+    use object::elf;
+
+    use crate::plan::{plan, Edit, Options};
+    use crate::{Elf, Tables};
+
+    /// Plans `edits` on `bytes` and applies them in memory.
+    fn edited(bytes: &[u8], edits: &[Edit]) -> Vec<u8> {
+        let elf = Elf::parse(bytes).unwrap();
+        let tables = Tables::read(bytes, &elf).unwrap();
+        let plan = plan(&elf, &tables, edits, &Options::default()).unwrap();
+        let mut out = bytes.to_vec();
+        plan.apply_to_vec(&mut out, elf.format).unwrap();
+        out
+    }
+
+    fn run_path(len: usize) -> Edit {
+        Edit::SetRunpath(vec![b'r'; len])
+    }
+
+    fn loads(elf: &Elf) -> usize {
+        elf.phdrs
+            .iter()
+            .filter(|p| p.p_type == elf::PT_LOAD)
+            .count()
+    }
+
+    fn specs() -> Vec<Spec> {
+        let mut v = Vec::new();
+        for class in Class::ALL {
+            for endian in Endian::ALL {
+                v.push(Spec {
+                    class,
+                    endian,
+                    ..Spec::default()
+                });
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn only_fewer_than_a_page_of_zeros_after_the_table_leave_it_last() {
+        for spec in specs() {
+            let bytes = elfsynth::build(&spec);
+            assert!(Elf::parse(&bytes).unwrap().section_headers_end_file());
+            let after = |tail: &[u8]| {
+                let mut b = bytes.clone();
+                b.extend_from_slice(tail);
+                Elf::parse(&b).unwrap().section_headers_end_file()
+            };
+            assert!(after(&[0; 8]) && after(&[0; 4095]), "{spec:?}");
+            assert!(!after(&[0; 4096]), "a page of zeros is data: {spec:?}");
+            assert!(!after(b"SIG\0"), "{spec:?}");
+            assert!(!after(&[0, 0, 0, 1]), "{spec:?}");
+        }
+        let bare = Spec {
+            with_section_headers: false,
+            ..Spec::default()
+        };
+        assert!(!Elf::parse(&elfsynth::build(&bare))
+            .unwrap()
+            .section_headers_end_file());
+    }
+
+    #[test]
+    fn the_table_still_ends_the_file_edit_after_edit_in_both_classes_and_byte_orders() {
+        for spec in specs() {
+            let input = elfsynth::build(&spec);
+            let before = Elf::parse(&input).unwrap();
+            let once = edited(&input, &[run_path(300)]);
+            let after = Elf::parse(&once).unwrap();
+            assert!(after.section_headers_end_file(), "{spec:?}");
+            assert_eq!(
+                after.section_table_end(),
+                Some(once.len() as u64),
+                "{spec:?}"
+            );
+            assert!(after.header.e_shoff >= input.len() as u64, "{spec:?}");
+            assert_eq!(loads(&after), loads(&before) + 1, "{spec:?}");
+            // The section headers the edit updated are the ones in the new table.
+            let dynstr = after.section_by_name(b".dynstr").unwrap().shdr;
+            assert_eq!(
+                Some(dynstr.sh_addr),
+                after.dynamic.as_ref().and_then(|d| d.get(elf::DT_STRTAB)),
+                "{spec:?}"
+            );
+            // Again and again: the appended segment grows over the old table, no segment is
+            // added, and each edit adds its copies and one table.
+            let mut last = once;
+            for round in 0..4 {
+                let next = edited(&last, &[run_path(400 + 100 * round)]);
+                let elf = Elf::parse(&next).unwrap();
+                assert!(elf.section_headers_end_file(), "{spec:?} round {round}");
+                assert_eq!(loads(&elf), loads(&after), "{spec:?} round {round}");
+                let table = elf.sections.len() as u64 * u64::from(elf.header.e_shentsize);
+                let grown = (next.len() - last.len()) as u64;
+                assert!(grown <= table + 2048, "{spec:?} round {round}: {grown}");
+                last = next;
+            }
+        }
+    }
+
+    #[test]
+    fn a_table_with_data_after_it_stays_where_it_is() {
+        for spec in specs() {
+            let mut input = elfsynth::build(&spec);
+            input.extend_from_slice(b"PAYLOAD");
+            let before = Elf::parse(&input).unwrap();
+            let out = edited(&input, &[run_path(300)]);
+            let after = Elf::parse(&out).unwrap();
+            assert_eq!(after.header.e_shoff, before.header.e_shoff, "{spec:?}");
+            let end = before.section_table_end().unwrap() as usize;
+            assert_eq!(&out[end..end + 7], b"PAYLOAD", "{spec:?}");
+        }
+    }
+}
