@@ -11,7 +11,8 @@
 //! 3. [`program_headers`](Builder::program_headers) (`headers.rs`): the new ELF header and
 //!    program headers;
 //! 4. [`move_sections`](Builder::move_sections): section headers follow what moved, symbols
-//!    follow the sections;
+//!    follow the sections; a section header table that ended the file is staged, updated, after
+//!    the segment (`section_table.rs`), so it still ends the file;
 //! 5. [`commit`](Builder::commit): the one write of the headers that switches the file;
 //! 6. [`cleanup`](Builder::cleanup): section headers, then the bytes nothing refers to any more,
 //!    zeroed.
