@@ -120,6 +120,10 @@ pub struct Elf {
     /// Up to [`PHDR_TAIL`] bytes that follow the program header table in the file (to tell whether
     /// the table can grow in place).
     pub phdr_tail: Vec<u8>,
+    /// The bytes that follow the section header table, up to [`SHDR_TRAILER`] of them (empty when
+    /// the table ends the file or the file has none): to tell whether the table ends the file
+    /// ([`Elf::section_headers_end_file`]).
+    pub shdr_trailer: Vec<u8>,
     /// Damage found in the section headers and worked around (see [`Warning`]): for the caller
     /// to report.
     pub warnings: Vec<Warning>,
@@ -130,6 +134,10 @@ pub const EI_OSABI: usize = 7;
 
 /// How many bytes after the program header table [`Elf::phdr_tail`] holds.
 pub const PHDR_TAIL: u64 = 512;
+
+/// How many bytes after the section header table [`Elf::shdr_trailer`] holds: at most one short
+/// of a page of padding lets the table still count as ending the file.
+pub const SHDR_TRAILER: u64 = 4096;
 
 /// Dynamic tags whose value is an offset into the dynamic string table.
 pub const STRING_TAGS: [u32; 9] = [
@@ -175,6 +183,7 @@ impl Elf {
             strtab: None,
             interp: None,
             phdr_tail: Vec::new(),
+            shdr_trailer: Vec::new(),
             warnings,
         };
         let table_end = elf.header.e_phoff + (elf.phdrs.len() * format.phdr_size()) as u64;
@@ -184,6 +193,14 @@ impl Elf {
                 table_end,
                 PHDR_TAIL.min(file_len - table_end),
                 "bytes after the program headers",
+            )?;
+        }
+        if let Some(end) = elf.section_table_end().filter(|&end| end < file_len) {
+            elf.shdr_trailer = read_range(
+                src,
+                end,
+                SHDR_TRAILER.min(file_len - end),
+                "bytes after the section headers",
             )?;
         }
         elf.dynamic = read_dynamic(src, &elf)?;
@@ -378,6 +395,26 @@ impl Elf {
     /// the file is then read as one without section headers.
     pub fn section_headers_unusable(&self) -> bool {
         self.header.e_shoff != 0 && self.sections.is_empty()
+    }
+
+    /// Where the section header table ends, when the file has one that could be read.
+    pub fn section_table_end(&self) -> Option<u64> {
+        let size = (self.sections.len() * self.format.shdr_size()) as u64;
+        (!self.sections.is_empty()).then(|| self.header.e_shoff.saturating_add(size))
+    }
+
+    /// Whether the section header table ends the file, as linkers and `strip` leave it: nothing
+    /// after it but padding, that is fewer than [`SHDR_TRAILER`] zero bytes. Zeros carry no
+    /// data, and less than a page of them is what an alignment leaves; anything else after the
+    /// table (an appended payload, a signature, more zeros than any alignment needs) is someone's
+    /// data, and the table is not last.
+    pub fn section_headers_end_file(&self) -> bool {
+        self.section_table_end().is_some_and(|end| {
+            end <= self.file_len
+                && self.file_len - end < SHDR_TRAILER
+                && self.shdr_trailer.len() as u64 == self.file_len - end
+                && self.shdr_trailer.iter().all(|&b| b == 0)
+        })
     }
 
     /// The section with this index.

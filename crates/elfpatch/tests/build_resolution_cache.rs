@@ -307,11 +307,11 @@ fn pad_section_headers_to_page(p: &Path) {
     fs::write(p, bytes).unwrap();
 }
 
-/// patchelf's `build-resolution-cache-no-pie` sets the run path with the patchelf under test
-/// and needs the section header table at the end of the file afterwards: that is patchelf's
-/// layout, not elfpatch's (which appends after it). Its property is checked here on a non-PIE
-/// program linked with its run path: with the section header table ending on a page
-/// boundary, the note's header is intact and the same as patchelf's, and the program runs.
+/// patchelf's `build-resolution-cache-no-pie` sets the run path with the tool under test, pads
+/// the section header table (which must still end the file: `section_headers_last.rs` checks
+/// elfpatch keeps it there) to a page boundary, then builds the note. Here on a non-PIE program
+/// linked with its run path: with the section header table ending on a page boundary, the
+/// note's header is intact and the same as patchelf's, and the program runs.
 #[test]
 fn a_non_pie_program_whose_section_headers_end_on_a_page_boundary() {
     if !patchelf_0193() {

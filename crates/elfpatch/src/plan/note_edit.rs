@@ -325,13 +325,8 @@ impl Builder<'_, '_> {
             sh_addralign: note::NOTE_ALIGN,
             sh_entsize: 0,
         });
-        let table_at = (name_at + name.len() as u64).next_multiple_of(format.word_size());
-        let bytes: Vec<u8> = table.iter().flat_map(|sh| format.encode_shdr(sh)).collect();
-        let table_end = table_at + bytes.len() as u64;
-        self.push_bytes(table_at, bytes, Phase::Stage, "section header table");
-        header.e_shoff = table_at;
         header.e_shnum = table.len() as u16;
-        Some(table_end)
+        Some(self.stage_section_table(&table, header, name_at + name.len() as u64))
     }
 
     /// Program headers the note change adds besides the appended `PT_LOAD`: a `PT_NOTE` for a

@@ -11,13 +11,15 @@
 //! 3. [`program_headers`](Builder::program_headers) (`headers.rs`): the new ELF header and
 //!    program headers;
 //! 4. [`move_sections`](Builder::move_sections): section headers follow what moved, symbols
-//!    follow the sections;
+//!    follow the sections; a section header table that ended the file is staged, updated, after
+//!    the segment (`section_table.rs`), so it still ends the file;
 //! 5. [`commit`](Builder::commit): the one write of the headers that switches the file;
 //! 6. [`cleanup`](Builder::cleanup): section headers, then the bytes nothing refers to any more,
 //!    zeroed.
 
 mod headers;
 mod room;
+mod section_table;
 mod site;
 
 use room::Block;
@@ -171,10 +173,16 @@ impl Builder<'_, '_> {
                 end,
             )
         });
+        // A table that ended the file still does (`section_table.rs`); one with a new section
+        // moved already.
+        let table_end = added.or_else(|| {
+            self.section_table_follows()
+                .then(|| self.stage_section_table(&sections.shdrs, &mut headers.header, end))
+        });
         self.commit(&segment, &headers);
         // Once the section header table moved, its old copy is not written to.
         let original: Vec<Shdr>;
-        let cleanup_shdrs = match added {
+        let cleanup_shdrs = match table_end {
             Some(_) => {
                 original = elf.sections.iter().map(|x| x.shdr).collect();
                 &original
@@ -182,7 +190,7 @@ impl Builder<'_, '_> {
             None => &sections.shdrs,
         };
         self.cleanup(&segment, &strings, &headers, cleanup_shdrs);
-        end = end.max(added.unwrap_or(0));
+        end = end.max(table_end.unwrap_or(0));
         let fixups = self.symbol_fixups(&sections.shdrs, sections.moves);
         let layout = Layout::Appended {
             extended: matches!(segment.site.mode, Mode::Extend(_)),

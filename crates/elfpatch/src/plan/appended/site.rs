@@ -110,8 +110,13 @@ impl Planner<'_> {
             .max(4096)
     }
 
-    /// The last `PT_LOAD`, if appended data can simply extend it.
-    pub(in crate::plan) fn extendable_tail(&self) -> Option<usize> {
+    /// The last `PT_LOAD`, if appended data can simply extend it, and the file offset the data
+    /// starts at: where the segment ends when it ends the file, or the end of the file when only
+    /// a section header table that ends the file follows it (an earlier appended edit put it
+    /// there, `section_table.rs`). The extended segment then maps that old table, dead once the
+    /// edit writes the new one after the data: a table's worth of bytes per edit, rather than a
+    /// new `PT_LOAD` each time (pitfall: segments piling up).
+    pub(in crate::plan) fn extendable_tail(&self) -> Option<(usize, u64)> {
         let elf = self.elf;
         let (index, last) = elf
             .phdrs
@@ -120,13 +125,34 @@ impl Planner<'_> {
             .filter(|(_, p)| p.p_type == elf::PT_LOAD)
             .max_by_key(|(_, p)| p.p_vaddr)?;
         let highest_offset = elf.loads().all(|p| p.offset_end() <= last.offset_end());
-        let at_eof = last.offset_end() == elf.file_len;
         let plain =
             last.p_filesz == last.p_memsz && last.p_flags & elf::PF_X == 0 && last.p_filesz > 0;
+        if !(highest_offset && plain) {
+            return None;
+        }
         let shdrs_before = elf.header.e_shoff == 0
             || elf.section_headers_unusable()
             || elf.header.e_shoff < last.p_offset;
-        (highest_offset && at_eof && plain && shdrs_before).then_some(index)
+        if last.offset_end() == elf.file_len && shdrs_before {
+            return Some((index, elf.file_len));
+        }
+        self.only_section_table_after(last.offset_end())
+            .then_some((index, elf.file_len))
+    }
+
+    /// Whether nothing but the section header table, ending the file, follows file offset `end`:
+    /// at most the table's alignment between them, and no section's bytes.
+    fn only_section_table_after(&self, end: u64) -> bool {
+        let elf = self.elf;
+        let shoff = elf.header.e_shoff;
+        let section_after = elf.sections.iter().any(|s| {
+            let sh = s.shdr;
+            sh.has_file_bytes() && sh.sh_offset + sh.sh_size > end
+        });
+        elf.section_headers_end_file()
+            && shoff >= end
+            && shoff - end < self.format.word_size()
+            && !section_after
     }
 
     /// Chooses the site of the appended segment, for the program header table `table` (entries
@@ -137,13 +163,13 @@ impl Planner<'_> {
         let extendable = self
             .extendable_tail()
             .filter(|_| table.added.is_empty() && extra == 0);
-        if let Some(index) = extendable {
+        if let Some((index, offset)) = extendable {
             let last = &elf.phdrs[index];
             return Ok(Site {
                 mode: Mode::Extend(index),
                 base: SegmentBase {
-                    offset: last.offset_end(),
-                    vaddr: last.p_vaddr + last.p_filesz,
+                    offset,
+                    vaddr: last.p_vaddr + (offset - last.p_offset),
                     align: last.p_align,
                 },
             });
