@@ -47,7 +47,6 @@ declare -A EXCEPTIONS=(
   [verdef-relocate]="asserts .gnu.version_d moves where patchelf moves it; elfpatch leaves it in place, still valid"
   # Two more than the issue names, each argued in README.md and covered by a test of ours:
   [build-resolution-cache-no-pie]="its pad-to-page helper needs the section header table last after --set-rpath, patchelf's layout; the property (note on a non-PIE program, it runs) is crates/elfpatch/tests/build_resolution_cache.rs"
-  [phdr-corruption]="a .dynamic section with no PT_DYNAMIC: no loader reads it, before or after patchelf's edit; elfpatch refuses it (refusals.md, tests/refusals.rs)"
 )
 
 die() {

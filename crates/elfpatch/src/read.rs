@@ -235,7 +235,10 @@ impl Elf {
                     }),
                     Err(e) => {
                         (self.dynamic, self.strtab) = (None, None);
-                        self.unread_dynamic_section = Some(e.to_string());
+                        // The refusal names the file itself; the reason without the placeholder.
+                        let reason = e.to_string();
+                        let reason = reason.strip_prefix("<input>: ").unwrap_or(&reason);
+                        self.unread_dynamic_section = Some(reason.to_string());
                     }
                 }
             }
