@@ -45,7 +45,7 @@ declare -A EXCEPTIONS=(
   [executable-page-growth]="asserts patchelf's growth of the first PT_LOAD of a non-PIE program; elfpatch places new tables elsewhere"
   [strip-gap-rewrite]="its precondition is patchelf's layout (a gap strip leaves behind); the property is edit, strip, edit, run"
   [verdef-relocate]="asserts .gnu.version_d moves where patchelf moves it; elfpatch leaves it in place, still valid"
-  # Two more than the issue names, each argued in README.md and covered by a test of ours:
+  # One more than the issue names, argued in README.md and covered by a test of ours:
   [build-resolution-cache-no-pie]="its pad-to-page helper needs the section header table last after --set-rpath, patchelf's layout; the property (note on a non-PIE program, it runs) is crates/elfpatch/tests/build_resolution_cache.rs"
 )
 
