@@ -3,7 +3,9 @@
 //!
 //! Everything is located through the program headers (`PT_DYNAMIC`, `PT_INTERP`, and `PT_LOAD` to
 //! map `DT_STRTAB` to a file offset), so files without section headers are read exactly like the
-//! others. Section headers, when present, are read too so that edits can keep them consistent.
+//! others. Section headers, when present, are read too so that edits can keep them consistent;
+//! the one thing found through them is the `.dynamic` section of a file without `PT_DYNAMIC`,
+//! which no loader reads (see [`Elf::read`]'s `read_dynamic_section`).
 
 use object::elf;
 
