@@ -45,8 +45,6 @@ declare -A EXCEPTIONS=(
   [executable-page-growth]="asserts patchelf's growth of the first PT_LOAD of a non-PIE program; elfpatch places new tables elsewhere"
   [strip-gap-rewrite]="its precondition is patchelf's layout (a gap strip leaves behind); the property is edit, strip, edit, run"
   [verdef-relocate]="asserts .gnu.version_d moves where patchelf moves it; elfpatch leaves it in place, still valid"
-  # One more than the issue names, argued in README.md and covered by a test of ours:
-  [phdr-corruption]="a .dynamic section with no PT_DYNAMIC: no loader reads it, before or after patchelf's edit; elfpatch refuses it (refusals.md, tests/refusals.rs)"
 )
 
 die() {

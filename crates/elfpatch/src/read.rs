@@ -3,7 +3,9 @@
 //!
 //! Everything is located through the program headers (`PT_DYNAMIC`, `PT_INTERP`, and `PT_LOAD` to
 //! map `DT_STRTAB` to a file offset), so files without section headers are read exactly like the
-//! others. Section headers, when present, are read too so that edits can keep them consistent.
+//! others. Section headers, when present, are read too so that edits can keep them consistent;
+//! the one thing found through them is the `.dynamic` section of a file without `PT_DYNAMIC`,
+//! which no loader reads (see [`Elf::read`]'s `read_dynamic_section`).
 
 use object::elf;
 
@@ -22,17 +24,19 @@ pub struct Section {
     pub shdr: Shdr,
 }
 
-/// The dynamic array, as found through `PT_DYNAMIC`.
+/// The dynamic array, as found through `PT_DYNAMIC` or, in a file without one, through its
+/// `SHT_DYNAMIC` section (see [`Elf::read`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dynamic {
-    /// Index of the `PT_DYNAMIC` program header.
-    pub phdr_index: usize,
+    /// Index of the `PT_DYNAMIC` program header; `None` when the file has none and the array was
+    /// located through its `.dynamic` section, which no loader reads.
+    pub phdr_index: Option<usize>,
     /// File offset of the first entry.
     pub offset: u64,
     /// Virtual address of the first entry.
     pub vaddr: u64,
-    /// Every slot that fits in `PT_DYNAMIC`'s `p_filesz`, including the terminating and any spare
-    /// `DT_NULL` entries.
+    /// Every slot that fits in `PT_DYNAMIC`'s `p_filesz` (the section's `sh_size` without one),
+    /// including the terminating and any spare `DT_NULL` entries.
     pub slots: Vec<Dyn>,
     /// Number of entries before the first `DT_NULL`.
     pub len: usize,
@@ -111,7 +115,8 @@ pub struct Elf {
     pub phdrs: Vec<Phdr>,
     /// The section headers (empty when the file has none).
     pub sections: Vec<Section>,
-    /// The dynamic array, when the file has `PT_DYNAMIC`.
+    /// The dynamic array, when the file has `PT_DYNAMIC`, or has none but a `.dynamic` section
+    /// that a `PT_LOAD` maps (see [`Elf::read`]).
     pub dynamic: Option<Dynamic>,
     /// The dynamic string table, when `.dynamic` has `DT_STRTAB`.
     pub strtab: Option<StrTab>,
@@ -127,6 +132,10 @@ pub struct Elf {
     /// Damage found in the section headers and worked around (see [`Warning`]): for the caller
     /// to report.
     pub warnings: Vec<Warning>,
+    /// Why a `.dynamic` section in a file without `PT_DYNAMIC` was not read as its dynamic array
+    /// (it lies outside every `PT_LOAD`, it has no `DT_NULL`, ...): the reason an edit of the
+    /// array is refused. `None` when there was no such section or it was read.
+    pub unread_dynamic_section: Option<String>,
 }
 
 /// The index of `EI_OSABI` in `e_ident` (not among `object`'s constants).
@@ -185,6 +194,7 @@ impl Elf {
             phdr_tail: Vec::new(),
             shdr_trailer: Vec::new(),
             warnings,
+            unread_dynamic_section: None,
         };
         let table_end = elf.header.e_phoff + (elf.phdrs.len() * format.phdr_size()) as u64;
         if !elf.phdrs.is_empty() && table_end < file_len {
@@ -204,10 +214,55 @@ impl Elf {
             )?;
         }
         elf.dynamic = read_dynamic(src, &elf)?;
-        elf.strtab = read_strtab(src, &elf)?;
+        if elf.dynamic.is_some() {
+            elf.strtab = read_strtab(src, &elf)?;
+            elf.check_string_entries()?;
+        } else if !elf.phdrs.iter().any(|p| p.p_type == elf::PT_DYNAMIC) {
+            // (An empty PT_DYNAMIC is read where glibc reads it, not through a section.)
+            elf.read_dynamic_section(src);
+        }
         elf.interp = read_interp(src, &elf)?;
-        elf.check_string_entries()?;
         Ok(elf)
+    }
+
+    /// A file without `PT_DYNAMIC` may still have a `.dynamic` section (patchelf's test
+    /// `phdr-corruption`: a linker script that lists no `PT_DYNAMIC`). No loader reads it (glibc:
+    /// "object file has no dynamic section"), but tools do (`readelf -d`, `eu-elflint`), and
+    /// patchelf edits it. It is read as the dynamic array, with a warning, when a `PT_LOAD` maps
+    /// it from the file where the section says and it reads as soundly as an array at
+    /// `PT_DYNAMIC` must: then an edit keeps the file what it was, a file whose tools see the
+    /// new values and whose loader sees none. Anything less (the section outside every
+    /// `PT_LOAD`, two of them, no `DT_NULL`, a string table that cannot be read) leaves the file
+    /// one without a dynamic array, the reason kept for the refusal of an edit of it, so that
+    /// edits of the interpreter and the headers still go through.
+    fn read_dynamic_section<S: Source + ?Sized>(&mut self, src: &S) {
+        match dynamic_section(src, self) {
+            Ok(None) => {}
+            Ok(Some(dynamic)) => {
+                let at = dynamic.offset;
+                self.dynamic = Some(dynamic);
+                match read_strtab(src, self).and_then(|st| {
+                    self.strtab = st;
+                    self.check_string_entries()
+                }) {
+                    Ok(()) => self.warnings.push(Warning {
+                        part: format!(".dynamic section at offset {at:#x}"),
+                        problem: "no PT_DYNAMIC program header",
+                        detail: "read and edited through the section header; no loader reads it, \
+                                 before or after the edit"
+                            .into(),
+                    }),
+                    Err(e) => {
+                        (self.dynamic, self.strtab) = (None, None);
+                        // The refusal names the file itself; the reason without the placeholder.
+                        let reason = e.to_string();
+                        let reason = reason.strip_prefix("<input>: ").unwrap_or(&reason);
+                        self.unread_dynamic_section = Some(reason.to_string());
+                    }
+                }
+            }
+            Err(reason) => self.unread_dynamic_section = Some(reason),
+        }
     }
 
     /// Parses the headers of an open file of `len` bytes through [`Prefetched::for_elf`]: its
@@ -924,12 +979,64 @@ fn read_dynamic<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Dynamic>>
         .find(|s| s.shdr.sh_type == elf::SHT_DYNAMIC && s.shdr.sh_offset == p.p_offset)
         .map(|s| s.index);
     Ok(Some(Dynamic {
-        phdr_index,
+        phdr_index: Some(phdr_index),
         offset: p.p_offset,
         vaddr: p.p_vaddr,
         slots,
         len,
         section,
+    }))
+}
+
+/// The `.dynamic` section of a file without `PT_DYNAMIC` (see [`Elf::read_dynamic_section`]):
+/// `Ok(None)` when there is none with file bytes, `Err` with the reason it cannot be read as the
+/// dynamic array.
+fn dynamic_section<S: Source + ?Sized>(
+    src: &S,
+    e: &Elf,
+) -> std::result::Result<Option<Dynamic>, String> {
+    let mut found = e
+        .sections
+        .iter()
+        .filter(|s| s.shdr.sh_type == elf::SHT_DYNAMIC && s.shdr.has_file_bytes());
+    let Some(s) = found.next() else {
+        return Ok(None);
+    };
+    if found.next().is_some() {
+        return Err("there is more than one SHT_DYNAMIC section".into());
+    }
+    let sh = s.shdr;
+    let f = e.format;
+    // Only what a segment maps from the file is the image's: an array elsewhere would be moved
+    // into the image by an edit, or edited where no segment puts it.
+    if sh.sh_size < f.dyn_size() as u64
+        || !sh.is_alloc()
+        || e.vaddr_to_offset(sh.sh_addr, sh.sh_size) != Some(sh.sh_offset)
+    {
+        return Err(format!(
+            "it (offset {:#x}, address {:#x}, {} bytes) is not where a PT_LOAD maps it from the file",
+            sh.sh_offset, sh.sh_addr, sh.sh_size
+        ));
+    }
+    let bytes =
+        read_range(src, sh.sh_offset, sh.sh_size, "dynamic section").map_err(|e| e.to_string())?;
+    let slots: Vec<Dyn> = bytes
+        .chunks_exact(f.dyn_size())
+        .map(|c| f.decode_dyn(c))
+        .collect();
+    let Some(len) = slots.iter().position(|d| d.tag == u64::from(elf::DT_NULL)) else {
+        return Err(format!(
+            "it ({} bytes at offset {:#x}) has no DT_NULL terminator",
+            sh.sh_size, sh.sh_offset
+        ));
+    };
+    Ok(Some(Dynamic {
+        phdr_index: None,
+        offset: sh.sh_offset,
+        vaddr: sh.sh_addr,
+        slots,
+        len,
+        section: Some(s.index),
     }))
 }
 

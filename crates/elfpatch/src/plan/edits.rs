@@ -143,18 +143,22 @@ impl<'a> Planner<'a> {
             // the array at its address all the same, so no loader uses what a .dynamic section
             // outside it would say, and an array there would be one the loader never meant.
             Error::unsupported("the file's PT_DYNAMIC is empty: there is no dynamic array to edit")
+        } else if let Some(reason) = &self.elf.unread_dynamic_section {
+            // A .dynamic section no PT_DYNAMIC describes is edited when it reads soundly
+            // (`Elf::read_dynamic_section`); this one does not.
+            Error::unsupported(format!(
+                "the file has a .dynamic section but no PT_DYNAMIC, and the section cannot be \
+                 edited soundly: {reason}"
+            ))
         } else if self
             .elf
             .sections
             .iter()
             .any(|s| s.shdr.sh_type == elf::SHT_DYNAMIC)
         {
-            // A .dynamic section no PT_DYNAMIC describes (patchelf's test `phdr-corruption`):
-            // glibc loads no such library ("object file has no dynamic section") and cannot
-            // relocate such a program, so what the section says is read by no loader.
+            // SHT_NOBITS: a debug-info file's placeholder, not an array.
             Error::unsupported(
-                "the file has a .dynamic section but no PT_DYNAMIC: no loader reads it, so \
-                 there is nothing to edit that would change how the file loads",
+                "the file's .dynamic section holds no bytes and there is no PT_DYNAMIC",
             )
         } else {
             Error::unsupported("the file has no dynamic section (PT_DYNAMIC)")

@@ -341,7 +341,9 @@ impl<'a> Planner<'a> {
         if dynamic_changed || !desired.verneed.is_empty() || !desired.symbols.renames.is_empty() {
             self.check_dynamic_editable()?;
         }
-        if !interp_changed {
+        if interp_changed {
+            self.check_interp_editable()?;
+        } else {
             desired.interp = None;
         }
         // 2. Where the new contents go, and the writes that put them there.

@@ -7,7 +7,7 @@
 //!   alignments are checked where a new segment is placed, see `appended::site`);
 //! - `DT_SYMENT` is a symbol's size, and no table pointer appears with two values;
 //! - the tables, the interpreter path and the dynamic array overlap neither the headers nor each
-//!   other.
+//!   other (all of `PT_INTERP` only when the interpreter is rewritten: `check_interp_editable`).
 
 use object::elf;
 
@@ -23,7 +23,13 @@ impl Planner<'_> {
         check_sections(self.elf)?;
         check_segments(self.elf)?;
         check_dynamic_tags(self.elf)?;
-        check_no_overlaps(self.elf, &self.dynamic_regions())
+        check_no_overlaps(self.elf, &self.dynamic_regions(), false)
+    }
+
+    /// An edit of the interpreter writes (or zeroes) all of `PT_INTERP`'s bytes: none of them may
+    /// be a table's.
+    pub(super) fn check_interp_editable(&self) -> Result<()> {
+        check_no_overlaps(self.elf, &self.dynamic_regions(), true)
     }
 
     /// An edit of the dynamic array needs the array where `PT_LOAD` maps it and a string table.
@@ -35,8 +41,12 @@ impl Planner<'_> {
             .ok_or_else(|| Error::unsupported("the file has no dynamic section"))?;
         let size = (dynamic.capacity() * self.format.dyn_size()) as u64;
         if elf.vaddr_to_offset(dynamic.vaddr, size) != Some(dynamic.offset) {
+            let what = match dynamic.phdr_index {
+                Some(_) => "PT_DYNAMIC",
+                None => "the .dynamic section",
+            };
             return Err(Error::refused(format!(
-                "PT_DYNAMIC (offset {:#x}, address {:#x}) is not mapped by a PT_LOAD at the same place",
+                "{what} (offset {:#x}, address {:#x}) is not mapped by a PT_LOAD at the same place",
                 dynamic.offset, dynamic.vaddr
             )));
         }
@@ -169,7 +179,9 @@ fn check_dynamic_tags(elf: &Elf) -> Result<()> {
 /// interpreter path, the dynamic array — must share no byte with the headers or with each other:
 /// editing one would change another, and garbage offsets (a `PT_INTERP` at offset 0, a second
 /// `DT_STRTAB` pointing into the ELF header) would have an edit zero the ELF header.
-fn check_no_overlaps(elf: &Elf, tables: &[Region]) -> Result<()> {
+/// `whole_interp`: all of `PT_INTERP`'s bytes count, as when the edit rewrites the interpreter;
+/// otherwise only those the kernel looks at.
+pub(super) fn check_no_overlaps(elf: &Elf, tables: &[Region], whole_interp: bool) -> Result<()> {
     #[derive(PartialEq)]
     enum Kind {
         Table,
@@ -196,12 +208,26 @@ fn check_no_overlaps(elf: &Elf, tables: &[Region]) -> Result<()> {
         })
         .collect();
     if let Some(interp) = &elf.interp {
+        // The kernel reads all of PT_INTERP's bytes but uses only the path up to its NUL and
+        // checks that the last byte is NUL: bytes between are nobody's, and tables there (a
+        // linker script's PT_INTERP over a whole run of sections, patchelf's `phdr-corruption`)
+        // are no conflict until the interpreter itself is rewritten, which writes them all.
+        let path = interp.path.len() as u64 + 1;
+        let len = if whole_interp { interp.capacity } else { path };
         areas.push(Area {
             what: "the interpreter path (PT_INTERP)".into(),
             start: interp.offset,
-            len: interp.capacity,
+            len,
             kind: Kind::Editable,
         });
+        if len < interp.capacity {
+            areas.push(Area {
+                what: "the last byte of PT_INTERP (which the kernel checks is NUL)".into(),
+                start: interp.offset + interp.capacity - 1,
+                len: 1,
+                kind: Kind::Editable,
+            });
+        }
     }
     if let Some(dynamic) = &elf.dynamic {
         areas.push(Area {

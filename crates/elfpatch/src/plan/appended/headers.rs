@@ -50,8 +50,11 @@ impl Builder<'_, '_> {
             (p.p_offset, p.p_vaddr, p.p_paddr, p.p_filesz, p.p_memsz) =
                 (item.offset, item.vaddr, item.vaddr, item.size, item.size);
         }
-        if let (Some(dynamic), Some(item)) = (dynamic, segment.item(ItemKind::Dynamic)) {
-            let p = &mut phdrs[dynamic.phdr_index];
+        // Without PT_DYNAMIC (an array found through its section) only the section moves: no
+        // program header is added, as the file's loader reads no array before the edit either.
+        let dynamic_phdr = dynamic.and_then(|d| d.phdr_index);
+        if let (Some(i), Some(item)) = (dynamic_phdr, segment.item(ItemKind::Dynamic)) {
+            let p = &mut phdrs[i];
             let shift = p.p_paddr.wrapping_sub(p.p_vaddr);
             (p.p_offset, p.p_vaddr, p.p_filesz, p.p_memsz) =
                 (item.offset, item.vaddr, item.size, item.size);
@@ -62,7 +65,7 @@ impl Builder<'_, '_> {
         // DT_MIPS_RLD_MAP instead), and so does the new segment when PT_DYNAMIC says so, even
         // if an earlier editor put .dynamic into a writable segment.
         let mips_read_only_dynamic = elf.machine() == elf::EM_MIPS
-            && dynamic.is_some_and(|d| elf.phdrs[d.phdr_index].p_flags & elf::PF_W == 0);
+            && dynamic_phdr.is_some_and(|i| elf.phdrs[i].p_flags & elf::PF_W == 0);
         let writable = segment.item(ItemKind::Dynamic).is_some()
             && !mips_read_only_dynamic
             && dynamic.is_some_and(|d| {
