@@ -6,7 +6,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ldso_model::fsview::{dirname, Bytes};
+use ldso_model::cachedfs::CachedFs;
+use ldso_model::fsview::{dirname, Bytes, FsView};
 use ldso_model::hostfs::HostFs;
 use ldso_model::settings::{self, LoaderSettings, SettingsOverrides};
 use ldso_model::target::Target;
@@ -50,6 +51,7 @@ fn audit_file(
     build: &[Bytes],
     runtime: &[Bytes],
     cache: &SettingsCache,
+    model_fs: &(dyn FsView + Sync),
 ) -> AuditOutcome {
     let fs = HostFs {
         root: c.root.clone(),
@@ -111,7 +113,7 @@ fn audit_file(
         origin: &origin,
         info: &info,
     };
-    AuditOutcome::Audited(rules::audit(&subject, &cx, &fs))
+    AuditOutcome::Audited(rules::audit(&subject, &cx, model_fs))
 }
 
 /// Runs `audit`; returns the exit status.
@@ -125,7 +127,25 @@ pub fn run(c: &AuditConfig) -> u8 {
 /// Audits the loadable objects of `scan`; the report's text (with the count line when
 /// `say_count`) and the exit status (for `fixup`, which prints it elsewhere and has given the
 /// count).
+///
+/// Every file is resolved as the program started (`dlopen`s followed), so the libraries that
+/// many files load would be read once per file: one [`CachedFs`] serves the whole run, and
+/// each library's headers, dynamic section and notes are read once.
 pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
+    let fs = CachedFs::new(HostFs {
+        root: c.root.clone(),
+    });
+    run_with(c, scan, say_count, &fs)
+}
+
+/// [`run_on`] with the rules' view of the disk given (the cached one, or for the test that
+/// the cache changes nothing, the disk itself).
+fn run_with(
+    c: &AuditConfig,
+    scan: &Scan,
+    say_count: bool,
+    model_fs: &(dyn FsView + Sync),
+) -> (Printout, u8) {
     let build = build_dirs(&c.build_dirs);
     let runtime: Vec<Bytes> = RUNTIME_DIRS.iter().map(|d| d.as_bytes().to_vec()).collect();
     let cache: SettingsCache = Mutex::new(HashMap::new());
@@ -133,7 +153,7 @@ pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
         .objects()
         .into_par_iter()
         .map(|p| {
-            let o = audit_file(&p, c, &build, &runtime, &cache);
+            let o = audit_file(&p, c, &build, &runtime, &cache, model_fs);
             (p, o)
         })
         .collect();
