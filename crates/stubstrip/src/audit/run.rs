@@ -57,7 +57,14 @@ fn audit_file(
         root: c.root.clone(),
     };
     let p = path.as_os_str().as_bytes();
-    let (header, info) = match elf_input::read(path, false) {
+    // Without a root the model's paths are the host's: the file is read through the model's
+    // cache, and read once when other files of the tree load it too.
+    let plain = HostFs::default();
+    let host: &dyn FsView = match c.root {
+        None => model_fs,
+        Some(_) => &plain,
+    };
+    let (header, info) = match elf_input::read_through(path, false, host) {
         Ok(x) => x,
         Err(e) if e.is_not_elf() => return AuditOutcome::NotAudited,
         Err(e) => return AuditOutcome::Failed(e.into()),
