@@ -187,35 +187,11 @@ impl LdCache {
     /// Entries for `glibc-hwcaps` subdirectories and entries with legacy hwcap or platform bits
     /// depend on the CPU that runs the program: they are never chosen here, only reported.
     pub fn lookup(&self, name: &[u8], accepted: &[i32]) -> CacheLookup {
-        let mut out = CacheLookup::default();
         let at = self
             .index
             .get(&lib_key(name))
             .map_or(&[][..], Vec::as_slice);
-        for e in at.iter().map(|&i| &self.entries[i]) {
-            let why = if !accepted.contains(&e.flags) {
-                Some(format!(
-                    "for another architecture ({})",
-                    flags_name(e.flags)
-                ))
-            } else if e.is_hwcaps_subdir() {
-                Some("glibc-hwcaps subdirectory: taken only on CPUs that support it".into())
-            } else if e.hwcap != 0 {
-                Some(format!(
-                    "legacy hwcap entry ({:#x}): depends on the CPU",
-                    e.hwcap
-                ))
-            } else if out.chosen.is_some() {
-                Some("an earlier entry is taken".into())
-            } else {
-                None
-            };
-            match why {
-                Some(w) => out.passed_over.push((e.value.clone(), w)),
-                None => out.chosen = Some(e.value.clone()),
-            }
-        }
-        out
+        lookup_among(at.iter().map(|&i| &self.entries[i]), accepted)
     }
 
     /// How many entries a loader accepting `accepted` flags can use.
@@ -259,6 +235,39 @@ pub fn flags_name(flags: i32) -> String {
         _ => "unknown",
     };
     format!("{kind}{abi}")
+}
+
+/// [`LdCache::lookup`] among `entries`, the cache's entries whose key matches the name, in file
+/// order.
+fn lookup_among<'a>(
+    entries: impl Iterator<Item = &'a CacheEntry>,
+    accepted: &[i32],
+) -> CacheLookup {
+    let mut out = CacheLookup::default();
+    for e in entries {
+        let why = if !accepted.contains(&e.flags) {
+            Some(format!(
+                "for another architecture ({})",
+                flags_name(e.flags)
+            ))
+        } else if e.is_hwcaps_subdir() {
+            Some("glibc-hwcaps subdirectory: taken only on CPUs that support it".into())
+        } else if e.hwcap != 0 {
+            Some(format!(
+                "legacy hwcap entry ({:#x}): depends on the CPU",
+                e.hwcap
+            ))
+        } else if out.chosen.is_some() {
+            Some("an earlier entry is taken".into())
+        } else {
+            None
+        };
+        match why {
+            Some(w) => out.passed_over.push((e.value.clone(), w)),
+            None => out.chosen = Some(e.value.clone()),
+        }
+    }
+    out
 }
 
 /// A name as [`libcmp_eq`] sees it: two names compare equal exactly when their keys are equal.
@@ -391,28 +400,8 @@ mod tests {
             .collect();
         let c = LdCache::new(entries.clone());
         for name in &names {
-            let mut want = CacheLookup::default();
-            for e in entries.iter().filter(|e| libcmp_eq(name, &e.key)) {
-                let why = if e.flags != 0x303 {
-                    Some(format!(
-                        "for another architecture ({})",
-                        flags_name(e.flags)
-                    ))
-                } else if e.hwcap != 0 {
-                    Some(format!(
-                        "legacy hwcap entry ({:#x}): depends on the CPU",
-                        e.hwcap
-                    ))
-                } else if want.chosen.is_some() {
-                    Some("an earlier entry is taken".into())
-                } else {
-                    None
-                };
-                match why {
-                    Some(w) => want.passed_over.push((e.value.clone(), w)),
-                    None => want.chosen = Some(e.value.clone()),
-                }
-            }
+            let matching = entries.iter().filter(|e| libcmp_eq(name, &e.key));
+            let want = lookup_among(matching, &[0x303]);
             assert_eq!(c.lookup(name, &[0x303]), want, "{name:?}");
         }
     }

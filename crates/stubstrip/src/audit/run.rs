@@ -203,18 +203,7 @@ pub(crate) mod tests {
         int main(void) { return cudart_probe() + dep_fn(); }\n";
     /// A libcudart_static-like program (the name in `.rodata`) that also declares a `dlopen`
     /// of `libplug.so.3` or `libplug.so.2` in `.note.dlopen`.
-    const NOTED: &str = r#"
-#include <dlfcn.h>
-#include <stdint.h>
-#define JSON "[{\"feature\":\"plug\",\"priority\":\"suggested\",\"soname\":[\"libplug.so.3\",\"libplug.so.2\"]}]"
-__attribute__((used, section(".note.dlopen"), aligned(4))) static const struct {
-    struct { uint32_t n_namesz, n_descsz, n_type; } nhdr;
-    char name[4];
-    _Alignas(4) char json[sizeof(JSON)];
-} note = { { 4, sizeof(JSON), 0x407c0c0a }, "FDO", JSON };
-static const char cuda[] = "libcuda.so.1";
-int main(void) { return dlopen(cuda, RTLD_NOW) ? 0 : 1; }
-"#;
+    const NOTED: &str = include_str!("../../tests/common/noted_app.c");
 
     fn gcc(out: &Path, src: &str, args: &[&str]) {
         fs::create_dir_all(out.parent().unwrap()).unwrap();
