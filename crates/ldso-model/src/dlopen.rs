@@ -258,6 +258,63 @@ pub fn scan_rodata(rodata: &[u8]) -> Vec<Bytes> {
     out
 }
 
+/// How many bytes each window given to [`RodataScan::window`] must repeat from the end of the one
+/// before: the longest pattern it looks for, less one, so that no occurrence is cut in two.
+pub const RODATA_OVERLAP: usize = {
+    let mut longest = NVRTC_BUILTINS.len();
+    let mut i = 0;
+    while i < WATCHED.len() {
+        // The watched names are looked for with their NUL.
+        if WATCHED[i].len() + 1 > longest {
+            longest = WATCHED[i].len() + 1;
+        }
+        i += 1;
+    }
+    longest - 1
+};
+
+/// [`scan_rodata`] over `.rodata` read window by window (consecutive windows overlapping by
+/// [`RODATA_OVERLAP`] bytes), so that a big section is never held whole: which watched names
+/// occur is known from the windows. A `libnvrtc-builtins.so.` string can be of any length, so
+/// when one occurs [`RodataScan::needs_whole`] says so and the caller scans the whole section
+/// with [`scan_rodata`] (only libnvrtc has one).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RodataScan {
+    found: [bool; WATCHED.len()],
+    nvrtc: bool,
+}
+
+impl RodataScan {
+    /// Looks at one window.
+    pub fn window(&mut self, bytes: &[u8]) {
+        for (w, found) in WATCHED.iter().zip(self.found.iter_mut()) {
+            if !*found {
+                let mut needle = w.as_bytes().to_vec();
+                needle.push(0);
+                *found = memchr::memmem::find(bytes, &needle).is_some();
+            }
+        }
+        self.nvrtc |= memchr::memmem::find(bytes, NVRTC_BUILTINS.as_bytes()).is_some();
+    }
+
+    /// Whether the windows held the start of a `libnvrtc-builtins.so.` string: then only
+    /// [`scan_rodata`] over the whole section gives the names.
+    pub fn needs_whole(&self) -> bool {
+        self.nvrtc
+    }
+
+    /// What [`scan_rodata`] gives for the section whose windows were looked at, when
+    /// [`RodataScan::needs_whole`] is false.
+    pub fn names(&self) -> Vec<Bytes> {
+        WATCHED
+            .iter()
+            .zip(self.found)
+            .filter(|(_, f)| *f)
+            .map(|(w, _)| w.as_bytes().to_vec())
+            .collect()
+    }
+}
+
 fn basename(p: &[u8]) -> &[u8] {
     p.rsplit(|&c| c == b'/').next().unwrap_or(p)
 }

@@ -4,7 +4,7 @@
 //! the disk.
 
 use elfpatch::note::ResolutionCache;
-use elfpatch::source::{read_range, Source};
+use elfpatch::source::{check_range, read_range, Source, MAX_READ};
 use elfpatch::Elf;
 
 use crate::dlopen::{self, DlopenDecl};
@@ -105,9 +105,8 @@ impl ElfInfo {
             }
         }
         for s in sections.filter(|s| s.name == b".rodata" && s.shdr.sh_type != SHT_NOBITS) {
-            if let Ok(b) = read_range(src, s.shdr.sh_offset, s.shdr.sh_size, ".rodata") {
-                info.rodata_names.extend(dlopen::scan_rodata(&b));
-            }
+            let names = rodata_names(src, s.shdr.sh_offset, s.shdr.sh_size, RODATA_WINDOW);
+            info.rodata_names.extend(names);
         }
         info
     }
@@ -125,6 +124,50 @@ impl ElfInfo {
     pub fn nodeflib(&self) -> bool {
         self.flags_1 & u64::from(DF_1_NODEFLIB) != 0
     }
+}
+
+/// How much of a `.rodata` section is read at a time. Big libraries have tens of MiB of it
+/// (libLLVM 35 MiB): read whole, every library a run loads costs a fresh allocation of that size
+/// (page faults, zeroing, unmapping) and as much resident memory per worker.
+const RODATA_WINDOW: usize = 256 << 10;
+
+/// [`dlopen::scan_rodata`] of the `.rodata` at `offset`, `size` bytes, read `window` bytes at a
+/// time; the same names as reading it whole, and none where that read would fail (the range
+/// outside the file, over elfpatch's read limit, an I/O error).
+fn rodata_names<S: Source + ?Sized>(src: &S, offset: u64, size: u64, window: usize) -> Vec<Bytes> {
+    let whole = || {
+        read_range(src, offset, size, ".rodata")
+            .map(|b| dlopen::scan_rodata(&b))
+            .unwrap_or_default()
+    };
+    if size <= window as u64 {
+        return whole();
+    }
+    if check_range(src.len(), offset, size, ".rodata").is_err() || size > MAX_READ {
+        return Vec::new();
+    }
+    let mut scan = dlopen::RodataScan::default();
+    let mut buf = vec![0u8; window + dlopen::RODATA_OVERLAP];
+    let (mut kept, mut done) = (0usize, 0u64);
+    while done < size {
+        let n = (size - done).min(window as u64) as usize;
+        if src
+            .read_exact_at(offset + done, &mut buf[kept..kept + n])
+            .is_err()
+        {
+            return Vec::new();
+        }
+        let filled = kept + n;
+        scan.window(&buf[..filled]);
+        let keep = dlopen::RODATA_OVERLAP.min(filled);
+        buf.copy_within(filled - keep..filled, 0);
+        kept = keep;
+        done += n as u64;
+    }
+    if scan.needs_whole() {
+        return whole();
+    }
+    scan.names()
 }
 
 /// What is at a path (symlinks followed), as far as opening a library goes.
@@ -200,6 +243,46 @@ pub fn absolute(path: &[u8], cwd: &[u8]) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Windows of every size from 1 byte up, over sections with the watched names and a
+    /// libnvrtc builtins name at every offset, give what reading the section whole gives.
+    #[test]
+    fn rodata_read_by_windows_gives_what_reading_it_whole_gives() {
+        let planted: [&[u8]; 5] = [
+            b"libcuda.so.1\0",
+            b"libnvidia-ml.so.1\0",
+            b"xlibcuda.so.1\0",
+            b"libcuda.so.12\0",
+            b"libnvrtc-builtins.so.12.8\0",
+        ];
+        for p in planted {
+            for at in 0..40 {
+                let mut section = vec![b'.'; 70];
+                section[at..at + p.len()].copy_from_slice(p);
+                // The section lies after 3 bytes of something else in the file.
+                let mut file = b"abc".to_vec();
+                file.extend_from_slice(&section);
+                let want = dlopen::scan_rodata(&section);
+                assert!(!want.is_empty() || p == b"libcuda.so.12\0");
+                for window in 1..80 {
+                    let got = rodata_names(&file[..], 3, section.len() as u64, window);
+                    assert_eq!(got, want, "{:?} at {at}, window {window}", p);
+                }
+            }
+        }
+        // Both names, in the scanner's order whatever the order in the section.
+        let mut s = b"libnvidia-ml.so.1\0".to_vec();
+        s.extend_from_slice(&[b'x'; 30]);
+        s.extend_from_slice(b"libcuda.so.1\0");
+        let want = dlopen::scan_rodata(&s);
+        assert_eq!(want.len(), 2);
+        assert_eq!(rodata_names(&s[..], 0, s.len() as u64, 7), want);
+        // A range the file does not hold gives nothing, window by window too.
+        assert_eq!(
+            rodata_names(&s[..], 10, s.len() as u64, 7),
+            Vec::<Bytes>::new()
+        );
+    }
 
     #[test]
     fn origin_is_the_directory_part() {

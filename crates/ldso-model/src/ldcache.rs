@@ -6,6 +6,8 @@
 //! `nlibs` 24-byte entries (`flags:i32 key:u32 value:u32 osversion:u32 hwcap:u64`) sorted by key,
 //! then the strings. `key` and `value` are offsets from the start of the new-format header.
 
+use std::collections::HashMap;
+
 const OLD_MAGIC: &[u8] = b"ld.so-1.7.0";
 const NEW_MAGIC: &[u8] = b"glibc-ld.so.cache1.1";
 const NEW_HEADER: usize = 48;
@@ -44,7 +46,12 @@ impl CacheEntry {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LdCache {
     /// The entries, in file order (sorted by key the way ldconfig sorts them).
-    pub entries: Vec<CacheEntry>,
+    entries: Vec<CacheEntry>,
+    /// For each key as [`lib_key`] gives it, its entries' positions in file order: a lookup
+    /// visits the entries [`libcmp_eq`] matches without comparing the name with every entry
+    /// (`audit` looks up tens of thousands of names in a cache of thousands of entries). Built
+    /// with the entries, which cannot change afterwards.
+    index: HashMap<Vec<u8>, Vec<usize>>,
 }
 
 /// Why the cache could not be used (the loader then silently goes on without it).
@@ -157,7 +164,21 @@ impl LdCache {
                 hwcap: u64_at(cache, at + 16, big).unwrap_or(0),
             });
         }
-        Ok(LdCache { entries })
+        Ok(LdCache::new(entries))
+    }
+
+    /// A cache of these entries, in this order.
+    pub fn new(entries: Vec<CacheEntry>) -> LdCache {
+        let mut index: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            index.entry(lib_key(&e.key)).or_default().push(i);
+        }
+        LdCache { entries, index }
+    }
+
+    /// The entries, in file order.
+    pub fn entries(&self) -> &[CacheEntry] {
+        &self.entries
     }
 
     /// The loader's lookup (`search_cache` in `elf/dl-cache.c`) for a loader accepting entries
@@ -166,31 +187,11 @@ impl LdCache {
     /// Entries for `glibc-hwcaps` subdirectories and entries with legacy hwcap or platform bits
     /// depend on the CPU that runs the program: they are never chosen here, only reported.
     pub fn lookup(&self, name: &[u8], accepted: &[i32]) -> CacheLookup {
-        let mut out = CacheLookup::default();
-        for e in self.entries.iter().filter(|e| libcmp_eq(name, &e.key)) {
-            let why = if !accepted.contains(&e.flags) {
-                Some(format!(
-                    "for another architecture ({})",
-                    flags_name(e.flags)
-                ))
-            } else if e.is_hwcaps_subdir() {
-                Some("glibc-hwcaps subdirectory: taken only on CPUs that support it".into())
-            } else if e.hwcap != 0 {
-                Some(format!(
-                    "legacy hwcap entry ({:#x}): depends on the CPU",
-                    e.hwcap
-                ))
-            } else if out.chosen.is_some() {
-                Some("an earlier entry is taken".into())
-            } else {
-                None
-            };
-            match why {
-                Some(w) => out.passed_over.push((e.value.clone(), w)),
-                None => out.chosen = Some(e.value.clone()),
-            }
-        }
-        out
+        let at = self
+            .index
+            .get(&lib_key(name))
+            .map_or(&[][..], Vec::as_slice);
+        lookup_among(at.iter().map(|&i| &self.entries[i]), accepted)
     }
 
     /// How many entries a loader accepting `accepted` flags can use.
@@ -234,6 +235,63 @@ pub fn flags_name(flags: i32) -> String {
         _ => "unknown",
     };
     format!("{kind}{abi}")
+}
+
+/// [`LdCache::lookup`] among `entries`, the cache's entries whose key matches the name, in file
+/// order.
+fn lookup_among<'a>(
+    entries: impl Iterator<Item = &'a CacheEntry>,
+    accepted: &[i32],
+) -> CacheLookup {
+    let mut out = CacheLookup::default();
+    for e in entries {
+        let why = if !accepted.contains(&e.flags) {
+            Some(format!(
+                "for another architecture ({})",
+                flags_name(e.flags)
+            ))
+        } else if e.is_hwcaps_subdir() {
+            Some("glibc-hwcaps subdirectory: taken only on CPUs that support it".into())
+        } else if e.hwcap != 0 {
+            Some(format!(
+                "legacy hwcap entry ({:#x}): depends on the CPU",
+                e.hwcap
+            ))
+        } else if out.chosen.is_some() {
+            Some("an earlier entry is taken".into())
+        } else {
+            None
+        };
+        match why {
+            Some(w) => out.passed_over.push((e.value.clone(), w)),
+            None => out.chosen = Some(e.value.clone()),
+        }
+    }
+    out
+}
+
+/// A name as [`libcmp_eq`] sees it: two names compare equal exactly when their keys are equal.
+/// `libcmp_eq` compares byte by byte, except that two runs of digits compare by value; so the
+/// key is the sequence of those tokens: `[0, byte]` for a byte that is not a digit, `[1]` and
+/// the run's value (saturated as `libcmp_eq` saturates it, 8 bytes) for a run of digits.
+pub fn lib_key(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len() * 2);
+    let mut i = 0;
+    while i < name.len() {
+        if name[i].is_ascii_digit() {
+            let mut v = 0u64;
+            while let Some(d) = name.get(i).filter(|d| d.is_ascii_digit()) {
+                v = v.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+                i += 1;
+            }
+            out.push(1);
+            out.extend_from_slice(&v.to_be_bytes());
+        } else {
+            out.extend_from_slice(&[0, name[i]]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Whether `_dl_cache_libcmp(a, b) == 0`: equal, with runs of digits compared as numbers.
@@ -300,6 +358,54 @@ mod tests {
         b
     }
 
+    /// Names over an alphabet of digits (leading zeros, long runs that saturate) and a few other
+    /// bytes: two names have equal keys exactly when `libcmp_eq` calls them equal, and the
+    /// indexed lookup visits the entries a comparison with every entry would.
+    #[test]
+    fn the_index_matches_the_names_libcmp_matches() {
+        let parts: [&[u8]; 9] = [
+            b"0",
+            b"1",
+            b"01",
+            b"10",
+            b"a",
+            b".",
+            b"99999999999999999999",
+            b"99999999999999999998",
+            b"",
+        ];
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    names.push([b"lib" as &[u8], a, b".so", b, c].concat());
+                }
+            }
+        }
+        for x in &names {
+            for y in &names {
+                assert_eq!(lib_key(x) == lib_key(y), libcmp_eq(x, y), "{x:?} {y:?}");
+            }
+        }
+        let entries: Vec<CacheEntry> = names
+            .iter()
+            .enumerate()
+            .map(|(i, k)| CacheEntry {
+                flags: [0x303, 0x303, 3, 0x303][i % 4],
+                key: k.clone(),
+                value: [b"/l/" as &[u8], k].concat(),
+                osversion: 0,
+                hwcap: if i % 7 == 0 { 1 } else { 0 },
+            })
+            .collect();
+        let c = LdCache::new(entries.clone());
+        for name in &names {
+            let matching = entries.iter().filter(|e| libcmp_eq(name, &e.key));
+            let want = lookup_among(matching, &[0x303]);
+            assert_eq!(c.lookup(name, &[0x303]), want, "{name:?}");
+        }
+    }
+
     #[test]
     fn lookup_takes_the_first_entry_for_this_architecture() {
         let c = LdCache::parse(
@@ -358,8 +464,8 @@ mod tests {
         }
         b.extend_from_slice(&new);
         let c = LdCache::parse(&b, false).unwrap();
-        assert_eq!(c.entries.len(), 1);
-        assert_eq!(c.entries[0].value, b"/lib/libz.so.1");
+        assert_eq!(c.entries().len(), 1);
+        assert_eq!(c.entries()[0].value, b"/lib/libz.so.1");
     }
 
     /// The host's real cache parses, and agrees with `ldconfig -p` where that is available.
@@ -370,7 +476,7 @@ mod tests {
             return;
         };
         let c = LdCache::parse(&bytes, cfg!(target_endian = "big")).unwrap();
-        assert!(!c.entries.is_empty());
+        assert!(!c.entries().is_empty());
         let Ok(out) = std::process::Command::new("ldconfig").arg("-p").output() else {
             testkit::skip("no ldconfig to compare the parsed cache with");
             return;
@@ -390,7 +496,7 @@ mod tests {
             })
             .collect();
         let ours: Vec<(String, String)> = c
-            .entries
+            .entries()
             .iter()
             .map(|e| {
                 (

@@ -10,7 +10,8 @@
 //! - [`resolve`]: the search itself, breadth-first from the program, over a [`fsview::FsView`];
 //! - [`settings`]: what the loader knows before it starts, read from its own binary and cache;
 //! - [`hostfs`]: the disk as an [`fsview::FsView`] (optionally inside a sysroot);
-//!   [`memfs`]: an in-memory tree for tests.
+//!   [`memfs`]: an in-memory tree for tests; [`cachedfs`]: any view, each question asked of it
+//!   once (for tools that resolve many programs over one tree).
 //!
 //! ```
 //! use ldso_model::fsview::ElfInfo;
@@ -29,6 +30,7 @@
 //! assert!(matches!(request.outcome, LookupOutcome::Loaded(..)));
 //! ```
 
+pub mod cachedfs;
 pub mod dlopen;
 pub mod fsview;
 pub mod hostfs;

@@ -891,15 +891,13 @@ mod tests {
                 lib(&["libc.so", "libg.so"], Some("/ru"), Some("/ignored")),
             )
             .lib("/rp-exe/libg.so", ElfInfo::default());
-        let cache = LdCache {
-            entries: vec![crate::ldcache::CacheEntry {
-                flags: 0x303,
-                key: b"libe.so".to_vec(),
-                value: b"/cached/libe.so".to_vec(),
-                osversion: 0,
-                hwcap: 0,
-            }],
-        };
+        let cache = LdCache::new(vec![crate::ldcache::CacheEntry {
+            flags: 0x303,
+            key: b"libe.so".to_vec(),
+            value: b"/cached/libe.so".to_vec(),
+            osversion: 0,
+            hwcap: 0,
+        }]);
         let mut s = x86_64_settings(Some(cache));
         s.ld_library_path = Some(b"/llp".to_vec());
         let exe = lib(
@@ -1036,24 +1034,22 @@ mod tests {
         let mut fs = MemFs::default();
         fs.lib("/lib/libz.so.1", ElfInfo::default())
             .lib("/opt/libq.so.1", ElfInfo::default());
-        let cache = LdCache {
-            entries: vec![
-                crate::ldcache::CacheEntry {
-                    flags: 0x303,
-                    key: b"libq.so.1".to_vec(),
-                    value: b"/opt/libq.so.1".to_vec(),
-                    osversion: 0,
-                    hwcap: 0,
-                },
-                crate::ldcache::CacheEntry {
-                    flags: 0x303,
-                    key: b"libz.so.1".to_vec(),
-                    value: b"/lib/libz.so.1".to_vec(),
-                    osversion: 0,
-                    hwcap: 0,
-                },
-            ],
-        };
+        let cache = LdCache::new(vec![
+            crate::ldcache::CacheEntry {
+                flags: 0x303,
+                key: b"libq.so.1".to_vec(),
+                value: b"/opt/libq.so.1".to_vec(),
+                osversion: 0,
+                hwcap: 0,
+            },
+            crate::ldcache::CacheEntry {
+                flags: 0x303,
+                key: b"libz.so.1".to_vec(),
+                value: b"/lib/libz.so.1".to_vec(),
+                osversion: 0,
+                hwcap: 0,
+            },
+        ]);
         let mut exe = lib(&["libz.so.1", "libq.so.1"], None, None);
         exe.flags_1 = u64::from(DF_1_NODEFLIB);
         let r = resolve(program(exe), &[], &x86_64_settings(Some(cache)), &fs);

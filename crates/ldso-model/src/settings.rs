@@ -248,7 +248,7 @@ pub fn read_settings(
                     "{} ({} of {} entries for {})",
                     String::from_utf8_lossy(&cache_path),
                     c.count_for(&target.cache_flags()),
-                    c.entries.len(),
+                    c.entries().len(),
                     target.name()
                 );
                 Some(c)

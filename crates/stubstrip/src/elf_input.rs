@@ -77,7 +77,17 @@ impl InputError {
 /// [`InputError::Skipped`], as every subcommand skips it (callers that start from a
 /// [`crate::scan::Scan`] know the class already).
 pub fn read(path: &Path, skip_non_loadable: bool) -> Result<(RawHeader, ElfInfo), InputError> {
-    let host = HostFs::default();
+    read_through(path, skip_non_loadable, &HostFs::default())
+}
+
+/// [`read`] through `host`, a view of the host's disk without a root (`audit` passes the cache
+/// its model reads libraries through, so that a file of the tree that other files load is read
+/// once).
+pub fn read_through(
+    path: &Path,
+    skip_non_loadable: bool,
+    host: &dyn FsView,
+) -> Result<(RawHeader, ElfInfo), InputError> {
     let p = path.as_os_str().as_bytes();
     let header = match host.probe(p) {
         Probe::File(_, h) if h.magic => h,

@@ -166,20 +166,7 @@ fn a_program_holding_the_name_in_rodata_and_a_declared_dlopen_are_followed() {
     shared(&stubs, "libcuda.so.1", "libcuda.so.1", STUB, &[]);
     let plugins = t.path().join("plugins");
     shared(&plugins, "libplug.so.2", "libplug.so.2", "int plug;\n", &[]);
-    // As a libcudart_static program: the name in .rodata, dlopen()ed, no DT_NEEDED; and a
-    // .note.dlopen as systemd's SD_ELF_NOTE_DLOPEN lays it out.
-    let src = r#"
-#include <dlfcn.h>
-#include <stdint.h>
-#define JSON "[{\"feature\":\"plug\",\"description\":\"d\",\"priority\":\"suggested\",\"soname\":[\"libplug.so.3\",\"libplug.so.2\"]}]"
-__attribute__((used, section(".note.dlopen"), aligned(4))) static const struct {
-    struct { uint32_t n_namesz, n_descsz, n_type; } nhdr;
-    char name[4];
-    _Alignas(4) char json[sizeof(JSON)];
-} note = { { 4, sizeof(JSON), 0x407c0c0a }, "FDO", JSON };
-static const char cuda[] = "libcuda.so.1";
-int main(void) { return dlopen(cuda, RTLD_NOW) ? 0 : 1; }
-"#;
+    let src = include_str!("common/noted_app.c");
     let exe = program(
         &t.path().join("bin/static-cudart-app"),
         src,

@@ -6,7 +6,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ldso_model::fsview::{dirname, Bytes};
+use ldso_model::cachedfs::CachedFs;
+use ldso_model::fsview::{dirname, Bytes, FsView};
 use ldso_model::hostfs::HostFs;
 use ldso_model::settings::{self, LoaderSettings, SettingsOverrides};
 use ldso_model::target::Target;
@@ -50,12 +51,20 @@ fn audit_file(
     build: &[Bytes],
     runtime: &[Bytes],
     cache: &SettingsCache,
+    model_fs: &(dyn FsView + Sync),
 ) -> AuditOutcome {
     let fs = HostFs {
         root: c.root.clone(),
     };
     let p = path.as_os_str().as_bytes();
-    let (header, info) = match elf_input::read(path, false) {
+    // Without a root the model's paths are the host's: the file is read through the model's
+    // cache, and read once when other files of the tree load it too.
+    let plain = HostFs::default();
+    let host: &dyn FsView = match c.root {
+        None => model_fs,
+        Some(_) => &plain,
+    };
+    let (header, info) = match elf_input::read_through(path, false, host) {
         Ok(x) => x,
         Err(e) if e.is_not_elf() => return AuditOutcome::NotAudited,
         Err(e) => return AuditOutcome::Failed(e.into()),
@@ -111,7 +120,7 @@ fn audit_file(
         origin: &origin,
         info: &info,
     };
-    AuditOutcome::Audited(rules::audit(&subject, &cx, &fs))
+    AuditOutcome::Audited(rules::audit(&subject, &cx, model_fs))
 }
 
 /// Runs `audit`; returns the exit status.
@@ -125,7 +134,25 @@ pub fn run(c: &AuditConfig) -> u8 {
 /// Audits the loadable objects of `scan`; the report's text (with the count line when
 /// `say_count`) and the exit status (for `fixup`, which prints it elsewhere and has given the
 /// count).
+///
+/// Every file is resolved as the program started (`dlopen`s followed), so the libraries that
+/// many files load would be read once per file: one [`CachedFs`] serves the whole run, and
+/// each library's headers, dynamic section and notes are read once.
 pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
+    let fs = CachedFs::new(HostFs {
+        root: c.root.clone(),
+    });
+    run_with(c, scan, say_count, &fs)
+}
+
+/// [`run_on`] with the rules' view of the disk given (the cached one, or for the test that
+/// the cache changes nothing, the disk itself).
+fn run_with(
+    c: &AuditConfig,
+    scan: &Scan,
+    say_count: bool,
+    model_fs: &(dyn FsView + Sync),
+) -> (Printout, u8) {
     let build = build_dirs(&c.build_dirs);
     let runtime: Vec<Bytes> = RUNTIME_DIRS.iter().map(|d| d.as_bytes().to_vec()).collect();
     let cache: SettingsCache = Mutex::new(HashMap::new());
@@ -133,7 +160,7 @@ pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
         .objects()
         .into_par_iter()
         .map(|p| {
-            let o = audit_file(&p, c, &build, &runtime, &cache);
+            let o = audit_file(&p, c, &build, &runtime, &cache, model_fs);
             (p, o)
         })
         .collect();
@@ -147,4 +174,215 @@ pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
         0
     };
     (report.render(c.json, say_count), code)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    //! The shared cache changes nothing: `audit` (and `explain`, in its own module) over a real
+    //! tree built with gcc give the same report and exit status through [`CachedFs`] as
+    //! straight from the disk, in every model (`dlopen`s followed or not, either glibc, inside
+    //! a root).
+
+    use std::fs;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use super::*;
+    use crate::rule::StubMatcher;
+    use crate::walk::Exclude;
+    use ldso_model::settings::SettingsOverrides;
+
+    const HASH: &str = "0123456789abcdfghijklmnpqrsvwxyz";
+    const STUB: &str = "int cuInit(unsigned f) { (void)f; return 34; }\n";
+    /// Like libcudart: `dlopen`s `libcuda.so.1` itself, no `DT_NEEDED` on it.
+    const CUDART: &str = "#include <dlfcn.h>\n\
+        int cudart_probe(void) { return dlopen(\"libcuda.so.1\", RTLD_NOW) != 0; }\n";
+    const ZLIB: &str = "int z_fn(void) { return 1; }\n";
+    const DEP: &str = "int z_fn(void);\nint dep_fn(void) { return z_fn(); }\n";
+    const MAIN: &str = "int cudart_probe(void);\nint dep_fn(void);\n\
+        int main(void) { return cudart_probe() + dep_fn(); }\n";
+    /// A libcudart_static-like program (the name in `.rodata`) that also declares a `dlopen`
+    /// of `libplug.so.3` or `libplug.so.2` in `.note.dlopen`.
+    const NOTED: &str = include_str!("../../tests/common/noted_app.c");
+
+    fn gcc(out: &Path, src: &str, args: &[&str]) {
+        fs::create_dir_all(out.parent().unwrap()).unwrap();
+        let c = out.with_extension("c");
+        fs::write(&c, src).unwrap();
+        testkit::run_ok(Command::new("gcc").arg("-o").arg(out).arg(&c).args(args));
+        fs::remove_file(c).unwrap();
+    }
+
+    fn lib(dir: &Path, file: &str, src: &str, args: &[&str]) -> PathBuf {
+        let out = dir.join(file);
+        let soname = format!("-Wl,-soname,{file}");
+        let mut a = vec!["-shared", "-fPIC", &soname];
+        a.extend_from_slice(args);
+        gcc(&out, src, &a);
+        out
+    }
+
+    /// A tree under `t` where the loader model has work to share between files: programs and
+    /// libraries that load the same libraries under several names (a symlink, `$ORIGIN`, an
+    /// absolute path), an RPATH chain, a libcudart whose RUNPATH finds the CUDA stub through a
+    /// `dlopen`, a program with `libcuda.so.1` in `.rodata` and a `.note.dlopen`, and a library
+    /// that is cut short (its ELF header is fine, reading it fails). Returns the output
+    /// directory (`t/out`), or `None` without gcc.
+    pub(crate) fn model_tree(t: &Path) -> Option<PathBuf> {
+        if !cfg!(target_arch = "x86_64") || !testkit::have("gcc") {
+            testkit::skip("needs gcc on x86-64");
+            return None;
+        }
+        let stubs = t.join(format!("nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib"));
+        let driver = t.join("run/opengl-driver/lib");
+        let out = t.join("out");
+        let libdir = out.join("lib");
+        let s = |p: &Path| p.display().to_string();
+        lib(&stubs, "libcuda.so.1", STUB, &[]);
+        lib(&driver, "libcuda.so.1", STUB, &[]);
+        lib(&out.join("plugins"), "libplug.so.2", "int plug;\n", &[]);
+        let rp_stubs = format!("-Wl,-rpath,{}", s(&stubs));
+        lib(
+            &libdir,
+            "libcudart.so.12",
+            CUDART,
+            &["-ldl", "-Wl,--enable-new-dtags", &rp_stubs],
+        );
+        lib(&libdir, "libz.so.1", ZLIB, &[]);
+        std::os::unix::fs::symlink("libz.so.1", libdir.join("libz.so")).unwrap();
+        let l = format!("-L{}", s(&libdir));
+        lib(
+            &libdir,
+            "libdep.so.1",
+            DEP,
+            &[&l, "-lz", "-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN"],
+        );
+        lib(&libdir, "libbroken.so.1", ZLIB, &[]);
+        let runpaths = [
+            (
+                "app-origin",
+                "-Wl,--enable-new-dtags",
+                "$ORIGIN/../lib".to_string(),
+            ),
+            (
+                "app-rpath",
+                "-Wl,--disable-new-dtags",
+                "$ORIGIN/../lib".to_string(),
+            ),
+            (
+                "app-absolute",
+                "-Wl,--enable-new-dtags",
+                format!("{}:{}", s(&libdir), s(&driver)),
+            ),
+            (
+                "app-stubs-first",
+                "-Wl,--enable-new-dtags",
+                format!("{}:$ORIGIN/../lib", s(&stubs)),
+            ),
+        ];
+        for (name, dtags, rp) in runpaths {
+            let rp = format!("-Wl,-rpath,{rp}");
+            let args = [
+                l.as_str(),
+                "-l:libcudart.so.12",
+                "-l:libdep.so.1",
+                "-lz",
+                dtags,
+                &rp,
+            ];
+            gcc(&out.join("bin").join(name), MAIN, &args);
+        }
+        let rp = format!("-Wl,-rpath,{}:{}", s(&stubs), s(&out.join("plugins")));
+        gcc(
+            &out.join("bin/app-noted"),
+            NOTED,
+            &["-ldl", "-Wl,--enable-new-dtags", &rp],
+        );
+        gcc(
+            &out.join("bin/app-broken"),
+            "int z_fn(void);\nint main(void) { return z_fn(); }\n",
+            &[
+                &l,
+                "-l:libbroken.so.1",
+                "-Wl,--enable-new-dtags",
+                "-Wl,-rpath,$ORIGIN/../lib",
+            ],
+        );
+        // Cut after the ELF header and part of the program headers: the loader model's probe
+        // accepts it, reading its dynamic section fails.
+        let broken = libdir.join("libbroken.so.1");
+        let head = fs::read(&broken).unwrap()[..100].to_vec();
+        fs::write(&broken, head).unwrap();
+        Some(out)
+    }
+
+    fn config(
+        out: &Path,
+        root: Option<&Path>,
+        json: bool,
+        model: SettingsOverrides,
+    ) -> AuditConfig {
+        AuditConfig {
+            paths: vec![out.to_path_buf()],
+            exclude: Exclude::default(),
+            deny: Some(Severity::Warning),
+            json,
+            build_dirs: Vec::new(),
+            stubs: StubMatcher::default(),
+            root: root.map(Path::to_path_buf),
+            model,
+        }
+    }
+
+    use super::super::Severity;
+
+    #[test]
+    fn audit_reports_the_same_through_the_cache_as_without_it() {
+        let t = tempfile::tempdir().unwrap();
+        let Some(out) = model_tree(t.path()) else {
+            return;
+        };
+        let models = [
+            SettingsOverrides::default(),
+            SettingsOverrides {
+                no_dlopen: true,
+                ..SettingsOverrides::default()
+            },
+            SettingsOverrides {
+                unpatched_glibc: true,
+                ..SettingsOverrides::default()
+            },
+        ];
+        let mut default_json = String::new();
+        for root in [None, Some(t.path())] {
+            for model in &models {
+                for json in [true, false] {
+                    let c = config(&out, root, json, model.clone());
+                    let scan = scan::scan(&c.paths, &c.exclude);
+                    let plain = run_with(
+                        &c,
+                        &scan,
+                        true,
+                        &HostFs {
+                            root: c.root.clone(),
+                        },
+                    );
+                    let cached = run_on(&c, &scan, true);
+                    assert_eq!(plain, cached, "root {root:?}, {model:?}, json {json}");
+                    if root.is_none() && json && !model.no_dlopen && !model.unpatched_glibc {
+                        default_json = cached.0.data.clone().unwrap();
+                    }
+                }
+            }
+        }
+        // The tree gives the model something to cache: dlopen findings reached through
+        // libcudart's RUNPATH and the program's .rodata, and the stub in RUNPATH.
+        for code in ["SS012", "SS001"] {
+            assert!(
+                default_json.contains(code),
+                "{code} missing: {default_json}"
+            );
+        }
+        assert!(default_json.contains("libbroken.so.1"), "{default_json}");
+    }
 }
