@@ -227,7 +227,7 @@ impl Elf {
 
     /// A file without `PT_DYNAMIC` may still have a `.dynamic` section (patchelf's test
     /// `phdr-corruption`: a linker script that lists no `PT_DYNAMIC`). No loader reads it (glibc:
-    /// "object file has no dynamic section"), but tools do (`readelf -d`, `eu-elflint`), and
+    /// "object file has no dynamic section"), but tools do (`objdump -p`, `eu-elflint`), and
     /// patchelf edits it. It is read as the dynamic array, with a warning, when a `PT_LOAD` maps
     /// it from the file where the section says and it reads as soundly as an array at
     /// `PT_DYNAMIC` must: then an edit keeps the file what it was, a file whose tools see the
