@@ -14,12 +14,14 @@ times, in the same run and interleaved call by call, the command lines stdenv's 
 with patchelf, elfpatch as `cargo build --release` links it (target/release: dynamically linked),
 elfpatch linked statically against glibc (`cargo build-static`, .cargo/config.toml; built here
 unless --no-static), elfpatch linked against musl when target/x86_64-unknown-linux-musl/release
-holds one (`cargo build-musl`), and any other program given with --compare. Every edit starts from a fresh copy of the file (made untimed, before
-the call). Each call is one posix_spawn + wait4 from this process: wall time from a monotonic clock
-around both, CPU time (user + system) from the child's rusage. CPU time is what the call costs the
-machine and moves little with its load; wall time adds waiting for a core. Prints the medians per
-call, the ratios patchelf / elfpatch, the load average before and after, and checks that every tool
-printed the same and left the same RUNPATH (exit 1 if not).
+holds one (`cargo build-musl`), and any other program given with --compare. Every edit starts
+from a fresh copy of the file (made untimed, before the call). Each call is one posix_spawn +
+wait4 from this process: wall time from a monotonic clock around both, CPU time (user + system)
+from the child's rusage. CPU time is what the call costs the machine and moves little with its
+load; wall time adds waiting for a core. Then, per tool, one call over many copies (CPU per file,
+less one start-up): the work without the process start. Prints the medians per call, the ratios
+patchelf / elfpatch, the load average before and after, and checks that every tool printed the
+same and left the same RUNPATH (exit 1 if not). Not a timed test: it sets no target.
 
     python3 bench/startup_bench.py [--calls 500] [--no-static] [--elfpatch PATH] [--patchelf PATH] [--compare LABEL=PATH ...]
 """
@@ -189,6 +191,24 @@ def main():
                 failures.append(f"--shrink-rpath left {seen['elfpatch'][1]!r}, expected {deps!r}")
             if name.startswith("--set-rpath") and seen.get("elfpatch", (b"", ""))[1] != store:
                 failures.append(f"--set-rpath left {seen['elfpatch'][1]!r}")
+        # The same work without the process start: one call over many copies, CPU per file.
+        batch_files = max(20, min(a.calls, 200))
+        batch = {}  # (op, label) -> CPU seconds per file
+        for name, args in [("--print-rpath", ["--print-rpath"]), ("--set-rpath (grows)", ["--set-rpath", store])]:
+            for label, path in tools:
+                d = os.path.join(work, "batch", label)
+                shutil.rmtree(d, ignore_errors=True)
+                os.makedirs(d)
+                files = [os.path.join(d, f"lib{i}.so") for i in range(batch_files)]
+                for f in files:
+                    fresh_copy(lib, f)
+                with open(os.path.join(work, "batch.out"), "wb") as out:
+                    _, cpu, rc = spawn([path, *args, *files], out.fileno())
+                if rc != 0:
+                    failures.append(f"{label} {name} over {batch_files} files: exit status {rc}")
+                # Less one start-up (the median CPU of `--version`), spread over the files.
+                startup = statistics.median(results[("--version", label)][1] or [0.0])
+                batch[(name, label)] = max(0.0, cpu - startup) / batch_files
     load_after = os.getloadavg()
 
     print(f"files: libsmall.so {sizes['libsmall.so']} bytes, prog {sizes['prog']} bytes; {a.calls} calls per operation and tool, interleaved")
@@ -211,6 +231,14 @@ def main():
         print(f"| `{name}` | " + " | ".join(cells + ratios) + " |")
     print()
     print("(medians per call: wall time around posix_spawn + wait4; CPU = the child's user + system time)")
+    print()
+    print(f"Without the process start: one call over {batch_files} copies of libsmall.so, its CPU time less the")
+    print("median of `--version` above, per file")
+    print()
+    print("| operation | " + " | ".join(l for l, _ in tools) + " |")
+    print("|---|" + "---:|" * len(tools))
+    for name in ["--print-rpath", "--set-rpath (grows)"]:
+        print(f"| `{name}` | " + " | ".join(f"{batch[(name, l)] * 1e6:.1f} µs" for l, _ in tools) + " |")
     if failures:
         for f in failures:
             print(f"FAIL {f}", file=sys.stderr)
