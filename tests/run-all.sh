@@ -152,7 +152,8 @@ suite_bench_smoke() {
   # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
   python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&
     python3 bench/tree_bench.py --small --repeat 1 &&
-    python3 bench/audit_bench.py --small --repeat 1
+    python3 bench/audit_bench.py --small --repeat 1 &&
+    python3 bench/startup_bench.py --calls 20
 }
 
 all=(rust crates hook nix package cross cross_prior sweep wheels patchelf_tests auditwheel demo bench_smoke manpages readme_paths)

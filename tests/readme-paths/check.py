@@ -50,6 +50,9 @@ def candidates(line: str):
 def repository_path(word: str, top: set[str]) -> str | None:
     """The path `word` names in the repository, or None when it does not name one."""
     w = word.strip(".,;:()[]'\"")
+    # A dot-directory (`.cargo/config.toml`) keeps its leading dot; `./x` and `../x` do not.
+    if word[:1] == "." and word[1:2] not in (".", "/", "") and "/" in word:
+        w = "." + w
     if w.startswith("./"):
         w = w[2:]
     if not w or w.startswith(("/", "~", "-", "$")) or any(c in w for c in "*?{}<>$=…|"):

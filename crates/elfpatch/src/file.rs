@@ -20,7 +20,7 @@ use crate::error::{Error, Location, Repr, Result};
 use crate::plan::{plan, Edit, Options, Plan};
 use crate::read::Elf;
 use crate::refs::Tables;
-use crate::source::FileSource;
+use crate::source::{FileSource, Prefetched};
 
 /// Identity and state of a file when it was opened; compared again before writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,15 +129,18 @@ impl ElfFile {
     }
 
     /// Loads the tables that refer to the string table (needed to plan edits).
+    ///
+    /// Through [`Prefetched::for_elf`], as the headers were read: the symbol, version and hash
+    /// tables are a few dozen small reads, which in a small library (stdenv's common case) all
+    /// lie in its start or its end, so two reads replace them.
     pub fn tables(&self) -> Result<Tables> {
-        Tables::read(
-            &FileSource {
-                file: &self.file,
-                len: self.stamp.len,
-            },
-            &self.elf,
-        )
-        .map_err(|e| e.with_path(&self.path))
+        let source = FileSource {
+            file: &self.file,
+            len: self.stamp.len,
+        };
+        let prefetched =
+            Prefetched::for_elf(&source).map_err(|e| Error::io(&self.path, "read", e))?;
+        Tables::read(&prefetched, &self.elf).map_err(|e| e.with_path(&self.path))
     }
 
     /// Plans `edits` without writing anything.
