@@ -41,11 +41,16 @@ install_tools() {
     gcc-i686-linux-gnu gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-powerpc64-linux-gnu
     gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu gcc-mips-linux-gnu
     libc6-dev-i386-cross libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-ppc64-cross
-    libc6-dev-ppc64el-cross libc6-dev-s390x-cross libc6-dev-riscv64-cross libc6-dev-mips-cross)
+    libc6-dev-ppc64el-cross libc6-dev-s390x-cross libc6-dev-riscv64-cross libc6-dev-mips-cross
+    gcc-mips64el-linux-gnuabi64 gcc-powerpc-linux-gnu gcc-sparc64-linux-gnu gcc-alpha-linux-gnu
+    gcc-x86-64-linux-gnux32 libc6-dev-mips64el-cross libc6-dev-powerpc-cross libc6-dev-sparc64-cross
+    libc6.1-dev-alpha-cross libc6-dev-x32-cross)
   # What the suites run, by command: whatever the machine, a missing one fails here, by name,
   # rather than as a suite failing later.
   local cmds=(cc gcc g++ clang ld.lld mold readelf objcopy eu-elflint shellcheck python3 qemu-aarch64
-    qemu-s390x nix-instantiate man groff zsh fish aarch64-linux-gnu-gcc mips-linux-gnu-gcc)
+    qemu-s390x nix-instantiate man groff zsh fish aarch64-linux-gnu-gcc mips-linux-gnu-gcc
+    mips64el-linux-gnuabi64-gcc powerpc-linux-gnu-gcc sparc64-linux-gnu-gcc alpha-linux-gnu-gcc
+    x86_64-linux-gnux32-gcc)
   local installed='ok installed'
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
     local missing=() p
@@ -114,7 +119,15 @@ suite_crates() { python3 tests/crates/check.py; }
 suite_hook() { tests/hook/run.sh; }
 suite_nix() { tests/nix/run.sh; }
 suite_package() { tests/package/run.sh; }
-suite_cross() { tests/cross/run.sh --editor both --require-all --json "${TMPDIR:-/tmp}/stubstrip-cross.json"; }
+# The nine core architectures whole, then five of the ten more (tests/cross/README.md, "More
+# architectures") with GNU ld's default and sysv-hash links: MIPS64 n64, 32-bit PowerPC, sparc64
+# and alpha (8 KiB pages; alpha's 8-byte DT_HASH words) under qemu, x32 (ELFCLASS32 EM_X86_64)
+# checked without running.  About 40 s of apt-get and 60 s more here; all ten: README.
+suite_cross() {
+  tests/cross/run.sh --editor both --require-all --json "${TMPDIR:-/tmp}/stubstrip-cross.json" &&
+    tests/cross/run.sh --editor both --require-all --json "${TMPDIR:-/tmp}/stubstrip-cross-extra.json" \
+      --arch mips64el --arch powerpc --arch sparc64 --arch alpha --arch x32 --variant default --variant hash-sysv
+}
 # Files patchelf rewrote first (tests/cross/README.md, prior.py): nixpkgs' 0.15.2 and 0.17.2 (which
 # leaves tables in the mapped tail of a page), four architectures (both byte orders, 32 and 64 bits),
 # GNU ld and mold; every release on every architecture and variant is the longer run.

@@ -182,7 +182,8 @@ def main(argv=None):
                     help="NAME=PATH: another patchelf-compatible editor to rewrite with first")
     ap.add_argument("--elfpatch", help="path to elfpatch (default: target/release/elfpatch)")
     ap.add_argument("--stubstrip", help="path to stubstrip (default: target/release/stubstrip)")
-    ap.add_argument("--arch", action="append", help="only these architectures (repeatable)")
+    ap.add_argument("--arch", action="append", help="these architectures (repeatable; run.py's names and "
+                    "groups core, extra, all; default core)")
     ap.add_argument("--variant", action="append", help="only these linker variants (repeatable)")
     ap.add_argument("--prior-op", action="append", choices=PRIOR_OP_NAMES + ["nix"],
                     help="only these rewrites (repeatable; nix = the Nix fixup order + stubstrip fix)")
@@ -245,12 +246,20 @@ def main(argv=None):
         return 2
 
     # ---- toolchains and inputs (run.py's, from the same cache)
-    arches = [a for a in run.ARCHES if not args.arch or a.name in args.arch]
+    selected = run.select_arches(args.arch)
+    arches = list(selected)
     if not args.no_install:
         for n in run.install_packages(run.missing_packages(arches), log):
             problems.append(n)
-    arches = [a for a in arches if shutil.which(a.cc) and a.has_libc and (a.native or shutil.which(a.qemu))]
-    missing_arches = sorted(set(args.arch or [a.name for a in run.ARCHES]) - {a.name for a in arches})
+    # A rewrite is used only when it runs (patchelf's breaks are not elfpatch's): an architecture
+    # nothing of which runs here (sh4, x32) cannot tell them apart.
+    for a in arches:
+        if a.no_run:
+            problems.append("architecture %s: not run here, so patchelf's rewrites cannot be checked (%s)"
+                            % (a.name, a.no_run))
+    arches = [a for a in arches if shutil.which(a.cc) and a.has_libc and (a.native or shutil.which(a.qemu))
+              and not a.no_run]
+    missing_arches = sorted({a.name for a in selected if not a.no_run} - {a.name for a in arches})
     for a in missing_arches:
         problems.append("architecture %s: toolchain, C library or qemu missing" % a)
     harness.ELFLINT = shutil.which("eu-elflint")

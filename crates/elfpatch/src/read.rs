@@ -538,6 +538,16 @@ pub fn min_page_size(machine: u16) -> u64 {
     }
 }
 
+/// The size of a System V hash table's words (`DT_HASH`: nbucket, nchain, buckets, chains): 8
+/// bytes on 64-bit s390 and alpha, whose C libraries define `Elf_Symndx` as a 64-bit type, 4 on
+/// every other machine (the gABI's `Elf64_Word`).
+pub fn sysv_hash_word(machine: u16, class: crate::Class) -> u64 {
+    match (machine, class) {
+        (elf::EM_S390 | elf::EM_ALPHA, crate::Class::Elf64) => 8,
+        _ => 4,
+    }
+}
+
 /// A short name for a dynamic tag, for messages.
 pub fn tag_name(tag: u64) -> String {
     let t = tag as u32;

@@ -247,11 +247,7 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
     /// `DT_HASH`: its header gives its size and the symbol count (`nchain`).
     fn sysv_hash(&self) -> Result<Option<HashExtent>> {
         let f = self.e.format;
-        let hash_word = if self.e.machine() == elf::EM_S390 && f.class == crate::Class::Elf64 {
-            8
-        } else {
-            4
-        };
+        let hash_word = crate::read::sysv_hash_word(self.e.machine(), f.class);
         let Some(r) = self.region_at(elf::DT_HASH, 2 * hash_word)? else {
             return Ok(None);
         };

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use common::*;
 use elfpatch::hash::{self, GnuTable, SysvTable};
-use elfpatch::{Elf, Tables};
+use elfpatch::{Class as FileClass, Elf, Tables};
 
 const LIB: &str = r#"
 #include <string.h>
@@ -180,6 +180,8 @@ fn dynsyms(p: &Path) -> Vec<String> {
 struct FileTables {
     names: Vec<Vec<u8>>,
     defined: Vec<bool>,
+    /// `STB_LOCAL` symbols, which no hash table lists.
+    local: Vec<bool>,
     gnu: Option<GnuTable>,
     sysv: Option<SysvTable>,
     word_bits: u32,
@@ -200,6 +202,12 @@ fn file_tables(bytes: &[u8]) -> FileTables {
         .bytes
         .chunks_exact(f.sym_size())
         .map(|c| f.decode_sym(c).st_shndx != 0)
+        .collect();
+    let local = dynsym
+        .bytes
+        .chunks_exact(f.sym_size())
+        // st_info follows st_name in Elf64_Sym, st_size in Elf32_Sym.
+        .map(|c| c[if f.class == FileClass::Elf64 { 4 } else { 12 }] >> 4 == object::elf::STB_LOCAL)
         .collect();
     let word = f.word_size() as usize;
     let gnu = t.gnu_hash_info.zip(t.gnu_hash).map(|(info, r)| {
@@ -241,6 +249,7 @@ fn file_tables(bytes: &[u8]) -> FileTables {
     FileTables {
         names,
         defined,
+        local,
         gnu,
         sysv,
         word_bits: 8 * word as u32,
@@ -328,9 +337,10 @@ fn rebuilt_tables_equal_the_linkers_for_unrenamed_symbols() {
             checked += 1;
         }
         if let Some(s) = &ft.sysv {
-            let hashes: Vec<u32> = ft.names[..s.chains.len()]
+            let hashes: Vec<Option<u32>> = ft.names[..s.chains.len()]
                 .iter()
-                .map(|n| hash::sysv_hash(n))
+                .zip(&ft.local)
+                .map(|(n, &local)| (!local).then(|| hash::sysv_hash(n)))
                 .collect();
             let rebuilt = hash::build_sysv(s.buckets.len() as u32, &hashes);
             for b in 0..s.buckets.len() {
@@ -532,6 +542,88 @@ mod synthetic {
                 .collect();
             prop_assert!(new_issues.is_empty(), "{:?}", new_issues);
         }
+    }
+
+    /// A synthesized file with only `DT_HASH`, symbol `local` made `STB_LOCAL` (as GNU ld leaves
+    /// section symbols in sparc64, m68k and hppa `.dynsym`s), and `b` renamed: the rebuilt table
+    /// lists every other symbol and not the local one, as the linkers build it (listing it makes
+    /// eu-elflint report it missing from `.gnu.hash` where there is one).
+    fn renamed_with_a_local(
+        machine: Machine,
+        class: Class,
+        endian: Endian,
+        e_machine: Option<u16>,
+    ) {
+        let spec = Spec {
+            machine,
+            class,
+            endian,
+            hash: HashStyle::Sysv,
+            dynsyms: vec!["u".into(), "a".into(), "b".into(), "c".into()],
+            undefined_dynsyms: 1,
+            ..Spec::default()
+        };
+        let mut bytes = elfsynth::build(&spec);
+        if let Some(m) = e_machine {
+            let f = Elf::parse(&bytes).unwrap().format;
+            bytes[18..20].copy_from_slice(&f.put_u16(m));
+        }
+        let elf = Elf::parse(&bytes).unwrap();
+        let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
+        let dynsym = tables.dynsym.as_ref().unwrap();
+        let local = 2; // "a"
+        let info_at = match class {
+            Class::Elf64 => 4,
+            Class::Elf32 => 12,
+        };
+        let at = dynsym.region.offset as usize + local * elf.format.sym_size() + info_at;
+        bytes[at] &= 0x0f; // STB_LOCAL, the type kept
+        let elf = Elf::parse(&bytes).unwrap();
+        let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
+        let map = vec![(b"b".to_vec(), b"b_renamed".to_vec())];
+        let p = plan(
+            &elf,
+            &tables,
+            &[Edit::RenameDynamicSymbols(map)],
+            &Options::default(),
+        )
+        .unwrap();
+        let mut out = bytes.clone();
+        p.apply_to_vec(&mut out, elf.format).unwrap();
+        let after = file_tables(&out);
+        let sysv = after.sysv.expect("DT_HASH");
+        assert_eq!(after.names[3], b"b_renamed");
+        for (i, name) in after.names.iter().enumerate().skip(1) {
+            let listed = sysv.candidates(hash::sysv_hash(name)).contains(&(i as u32));
+            assert_eq!(
+                listed,
+                i != local,
+                "symbol {i} {:?}",
+                String::from_utf8_lossy(name)
+            );
+        }
+        let listed: usize = (0..sysv.buckets.len())
+            .map(|b| sysv.bucket_list(b).len())
+            .sum();
+        assert_eq!(
+            listed,
+            after.names.len() - 2,
+            "every symbol but 0 and the local one, once"
+        );
+    }
+
+    #[test]
+    fn a_local_dynamic_symbol_stays_out_of_the_rebuilt_sysv_table() {
+        renamed_with_a_local(Machine::Arm, Class::Elf32, Endian::Little, None);
+        renamed_with_a_local(Machine::X86_64, Class::Elf64, Endian::Little, None);
+    }
+
+    /// 64-bit alpha's `DT_HASH` words are 8 bytes, as 64-bit s390's: an s390x-shaped file
+    /// relabelled `EM_ALPHA` (0x9026) and made little endian is read and rebuilt with them.
+    #[test]
+    fn alpha_sysv_hash_words_are_eight_bytes() {
+        renamed_with_a_local(Machine::S390x, Class::Elf64, Endian::Little, Some(0x9026));
+        renamed_with_a_local(Machine::S390x, Class::Elf64, Endian::Big, None);
     }
 
     /// A MIPS file with `DT_MIPS_XHASH`, whose table elfpatch does not rebuild: renaming is

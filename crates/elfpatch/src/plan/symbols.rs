@@ -91,7 +91,18 @@ impl Builder<'_, '_> {
                 "DT_HASH has no buckets or covers more symbols than there are",
             ));
         }
-        let hashes: Vec<u32> = names[..nchain].iter().map(|n| hash::sysv_hash(n)).collect();
+        // Local symbols stay out of the lists, as the linkers leave them (the loader's lookup
+        // skips them); listing them makes eu-elflint report each as missing from .gnu.hash.
+        let dynsym = self.planner.tables.dynsym.as_ref();
+        let hashes: Vec<Option<u32>> = names[..nchain]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let local = dynsym
+                    .is_some_and(|d| symbol_binding(format, &d.bytes, i) == Some(elf::STB_LOCAL));
+                (!local).then(|| hash::sysv_hash(n))
+            })
+            .collect();
         let table = hash::build_sysv(nbucket, &hashes);
         let words = [u64::from(nbucket), nchain as u64]
             .into_iter()
@@ -165,4 +176,14 @@ fn check_size(out: Vec<u8>, size: u64, offset: u64, what: &str) -> Result<Vec<u8
         ));
     }
     Ok(out)
+}
+
+/// The binding (`STB_*`) of symbol `i` in the symbol table `bytes`, if it has that many.
+fn symbol_binding(format: crate::format::Format, bytes: &[u8], i: usize) -> Option<u8> {
+    // st_info follows st_name in Elf64_Sym, st_name, st_value and st_size in Elf32_Sym.
+    let at = match format.class {
+        crate::Class::Elf64 => 4,
+        crate::Class::Elf32 => 12,
+    };
+    bytes.get(i * format.sym_size() + at).map(|&info| info >> 4)
 }

@@ -203,11 +203,32 @@ pub(super) fn read_only_if_emptied(
                 || (sh.sh_type == elf::SHT_PROGBITS
                     && elf.sections.get(i).is_some_and(|x| x.name == b".interp")))
     };
-    for p in phdrs.iter_mut() {
+    // The pages (at the machine's smallest page size) of every writable PT_LOAD: a segment that
+    // shares one with another keeps PF_W, since the loader maps the shared page with the flags of
+    // the segment it maps last (patchelf 0.17.2's 4 KiB-aligned segments on alpha's 8 KiB pages).
+    let page = crate::read::min_page_size(elf.machine());
+    let pages = |q: &Phdr| {
+        let lo = q.p_vaddr - q.p_vaddr % page;
+        (lo, q.p_vaddr.saturating_add(q.p_memsz.max(1)))
+    };
+    let writable: Vec<(usize, (u64, u64))> = phdrs
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.p_type == elf::PT_LOAD && q.p_flags & elf::PF_W != 0)
+        .map(|(i, q)| (i, pages(q)))
+        .collect();
+    for (index, p) in phdrs.iter_mut().enumerate() {
         if p.p_type != elf::PT_LOAD
             || p.p_flags & elf::PF_W == 0
             || !p.contains_offset(old.offset, 1)
         {
+            continue;
+        }
+        let (plo, phi) = pages(p);
+        let shares_a_page = writable.iter().any(|&(i, (qlo, qhi))| {
+            i != index && plo < qhi.div_ceil(page) * page && qlo < phi.div_ceil(page) * page
+        });
+        if shares_a_page {
             continue;
         }
         let (lo, hi) = (p.p_vaddr, p.p_vaddr.saturating_add(p.p_memsz));
