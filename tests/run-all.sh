@@ -36,7 +36,7 @@ export STUBSTRIP_REQUIRE_TOOLS=1
 : "${STUBSTRIP_VENV:=$PWD/target/ci-venv}"
 
 install_tools() {
-  local pkgs=(build-essential gcc g++ gcc-12-multilib clang lld mold binutils elfutils patchelf shellcheck
+  local pkgs=(build-essential gcc g++ gcc-12-multilib clang lld mold binutils elfutils patchelf shellcheck unzip
     time python3 python3-venv python3-dev autoconf automake qemu-user nix-bin man-db groff-base zsh fish
     gcc-i686-linux-gnu gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-powerpc64-linux-gnu
     gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu gcc-mips-linux-gnu
@@ -47,7 +47,7 @@ install_tools() {
     libc6.1-dev-alpha-cross libc6-dev-x32-cross)
   # What the suites run, by command: whatever the machine, a missing one fails here, by name,
   # rather than as a suite failing later.
-  local cmds=(cc gcc g++ clang ld.lld mold readelf objcopy eu-elflint shellcheck python3 qemu-aarch64
+  local cmds=(cc gcc g++ clang ld.lld mold readelf objcopy eu-elflint shellcheck unzip python3 qemu-aarch64
     qemu-s390x nix-instantiate man groff zsh fish aarch64-linux-gnu-gcc mips-linux-gnu-gcc
     mips64el-linux-gnuabi64-gcc powerpc-linux-gnu-gcc sparc64-linux-gnu-gcc alpha-linux-gnu-gcc
     x86_64-linux-gnux32-gcc)
