@@ -27,7 +27,9 @@ Each failure is one line naming the crate or file; the exit status is 1 if any c
 """
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -328,6 +330,33 @@ def dry_run(packages: list[str]) -> bool:
     return True
 
 
+def forget_packaged(packages: list[str]) -> None:
+    """Removes cargo's extracted copies of our packaged crates from earlier dry runs.
+
+    The multi-crate dry run serves the crates it packaged from a local registry whose id depends
+    only on the path of target/package, and unpacks them under CARGO_HOME/registry/src/<id>/NAME-VERSION.
+    Cargo unpacks a crate only when that directory is absent, so a second run with changed sources
+    but the same version verifies the dependent crates against the first run's copy (seen in the
+    clean-Debian container: stubstrip failed against an ldso-model from before a new module).
+    Local registries' ids start with "-"; crates.io's never do, so nothing downloaded is touched.
+    """
+    cargo_home = Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
+    versions = {p: crate_version(p) for p in packages}
+    for registry in (cargo_home / "registry" / "src").glob("-*"):
+        for name, version in versions.items():
+            stale = registry / f"{name}-{version}"
+            if stale.is_dir():
+                shutil.rmtree(stale)
+
+
+def crate_version(package: str) -> str:
+    manifest = tomllib.loads((ROOT / "crates" / package / "Cargo.toml").read_text())
+    version = manifest["package"]["version"]
+    if isinstance(version, dict):  # version.workspace = true
+        version = tomllib.loads((ROOT / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+    return version
+
+
 def check_publish() -> None:
     # elfpatch alone, as crates.io would build it: its normal dependencies all come from there.
     dry_run(["elfpatch"])
@@ -336,6 +365,7 @@ def check_publish() -> None:
     version = subprocess.run(["cargo", "--version"], capture_output=True, text=True).stdout
     m = re.match(r"cargo (\d+)\.(\d+)", version)
     if m and (int(m.group(1)), int(m.group(2))) >= (1, 90):
+        forget_packaged(["elfpatch", "ldso-model"])
         dry_run(["elfpatch", "ldso-model", "stubstrip"])
     else:
         print(f"skipped: the dry run of ldso-model and stubstrip with elfpatch needs cargo >= 1.90 "
