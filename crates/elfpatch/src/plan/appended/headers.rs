@@ -283,14 +283,29 @@ fn mips_loader_writes(
     if let Some(addr) = get(elf::DT_MIPS_RLD_MAP) {
         writes.push(LoaderWrite { addr, len: word });
     }
-    for (i, x) in final_dynamic.iter().enumerate() {
-        if x.tag == u64::from(elf::DT_MIPS_RLD_MAP_REL) {
-            let slot = new_dynamic.wrapping_add((i * format.dyn_size()) as u64);
-            let addr = slot.wrapping_add(x.val) & format.max_addr();
-            writes.push(LoaderWrite { addr, len: word });
-        }
-    }
+    writes.extend(
+        rld_map_rel_targets(elf, new_dynamic, final_dynamic)
+            .map(|addr| LoaderWrite { addr, len: word }),
+    );
     Some(writes)
+}
+
+/// The addresses `DT_MIPS_RLD_MAP_REL` entries point at: relative to the entry's own slot in the
+/// array placed at `new_dynamic`, so its value alone is no address.
+fn rld_map_rel_targets<'a>(
+    elf: &Elf,
+    new_dynamic: u64,
+    final_dynamic: &'a [Dyn],
+) -> impl Iterator<Item = u64> + 'a {
+    let format = elf.format;
+    final_dynamic
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| x.tag == u64::from(elf::DT_MIPS_RLD_MAP_REL))
+        .map(move |(i, x)| {
+            let slot = new_dynamic.wrapping_add((i * format.dyn_size()) as u64);
+            slot.wrapping_add(x.val) & format.max_addr()
+        })
 }
 
 /// Turns into `PT_NULL` every `PT_LOAD` this edit leaves holding nothing: a segment an earlier
@@ -311,15 +326,16 @@ fn mips_loader_writes(
 /// Only when section headers describe the old `.dynamic` (so they are trusted to describe the
 /// segment), the segment held an allocated section before the edit and holds none after, and
 /// nothing else points into it: no other segment, no value in the final dynamic array (any
-/// tag, conservatively), not the entry point, not the ELF header, program or section header
-/// tables. Anything else leaves the segment as it is.
+/// tag, conservatively), no `DT_MIPS_RLD_MAP_REL` target (from its slot in the array placed at
+/// `new_dynamic`), not the entry point, not the ELF header, program or section header tables.
+/// Anything else leaves the segment as it is.
 pub(super) fn drop_emptied_loads(
     elf: &Elf,
     header: &Header,
     phdrs: &mut [Phdr],
     shdrs: &[Shdr],
     old: &Dynamic,
-    final_dynamic: &[Dyn],
+    (new_dynamic, final_dynamic): (u64, &[Dyn]),
 ) {
     if old.section.is_none() || elf.sections.is_empty() {
         return;
@@ -352,6 +368,7 @@ pub(super) fn drop_emptied_loads(
                 || (o.p_filesz > 0 && file_overlaps((o.p_offset, o.offset_end())))
         });
         let pointed_at = final_dynamic.iter().any(|x| x.val >= lo && x.val < hi)
+            || rld_map_rel_targets(elf, new_dynamic, final_dynamic).any(|a| a >= lo && a < hi)
             || (header.e_entry >= lo && header.e_entry < hi);
         let tables = file_overlaps((0, format.ehdr_size() as u64))
             || file_overlaps(phdr_table)

@@ -159,7 +159,7 @@ impl Builder<'_, '_> {
                 &mut phdrs,
                 &sections.shdrs,
                 dynamic,
-                &final_dynamic,
+                (item.vaddr, &final_dynamic),
             );
         }
         let mut headers = NewHeaders { header, phdrs };
