@@ -222,6 +222,16 @@ impl Error {
         self
     }
 
+    /// The message without the file it names: for a reason quoted inside another error about
+    /// the same file.
+    pub(crate) fn detail(&self) -> String {
+        let whole = self.to_string();
+        let prefix = format!("{}: ", self.location());
+        whole
+            .strip_prefix(&prefix)
+            .map_or(whole.clone(), str::to_string)
+    }
+
     fn location(&self) -> &Location {
         match &*self.0 {
             Repr::Io { path, .. }

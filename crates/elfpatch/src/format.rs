@@ -174,6 +174,8 @@ pub struct Sym {
     pub st_shndx: u16,
     /// Size of the object or function.
     pub st_size: u64,
+    /// Binding (high four bits) and type (low four bits).
+    pub st_info: u8,
 }
 
 fn ob(e: Endian) -> Endianness {
@@ -562,6 +564,7 @@ impl Format {
                     st_value: s.st_value.get(e).into(),
                     st_shndx: s.st_shndx.get(e),
                     st_size: s.st_size.get(e).into(),
+                    st_info: s.st_info,
                 }
             }
             Class::Elf64 => {
@@ -571,6 +574,7 @@ impl Format {
                     st_value: s.st_value.get(e),
                     st_shndx: s.st_shndx.get(e),
                     st_size: s.st_size.get(e),
+                    st_info: s.st_info,
                 }
             }
         }

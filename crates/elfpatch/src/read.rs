@@ -196,22 +196,21 @@ impl Elf {
             warnings,
             unread_dynamic_section: None,
         };
-        let table_end = elf.header.e_phoff + (elf.phdrs.len() * format.phdr_size()) as u64;
-        if !elf.phdrs.is_empty() && table_end < file_len {
-            elf.phdr_tail = read_range(
-                src,
-                table_end,
-                PHDR_TAIL.min(file_len - table_end),
-                "bytes after the program headers",
-            )?;
+        // Up to `max` bytes after a table ending at `end`: what follows it tells whether it can
+        // grow in place (program headers) or ends the file (section headers).
+        let after = |end: u64, max: u64, what: &'static str| -> Result<Vec<u8>> {
+            if end < file_len {
+                read_range(src, end, max.min(file_len - end), what)
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        if !elf.phdrs.is_empty() {
+            let table_end = elf.header.e_phoff + (elf.phdrs.len() * format.phdr_size()) as u64;
+            elf.phdr_tail = after(table_end, PHDR_TAIL, "bytes after the program headers")?;
         }
-        if let Some(end) = elf.section_table_end().filter(|&end| end < file_len) {
-            elf.shdr_trailer = read_range(
-                src,
-                end,
-                SHDR_TRAILER.min(file_len - end),
-                "bytes after the section headers",
-            )?;
+        if let Some(end) = elf.section_table_end() {
+            elf.shdr_trailer = after(end, SHDR_TRAILER, "bytes after the section headers")?;
         }
         elf.dynamic = read_dynamic(src, &elf)?;
         if elf.dynamic.is_some() {
@@ -254,10 +253,8 @@ impl Elf {
                     }),
                     Err(e) => {
                         (self.dynamic, self.strtab) = (None, None);
-                        // The refusal names the file itself; the reason without the placeholder.
-                        let reason = e.to_string();
-                        let reason = reason.strip_prefix("<input>: ").unwrap_or(&reason);
-                        self.unread_dynamic_section = Some(reason.to_string());
+                        // The refusal names the file itself.
+                        self.unread_dynamic_section = Some(e.detail());
                     }
                 }
             }

@@ -181,7 +181,7 @@ fn check_dynamic_tags(elf: &Elf) -> Result<()> {
 /// `DT_STRTAB` pointing into the ELF header) would have an edit zero the ELF header.
 /// `whole_interp`: all of `PT_INTERP`'s bytes count, as when the edit rewrites the interpreter;
 /// otherwise only those the kernel looks at.
-pub(super) fn check_no_overlaps(elf: &Elf, tables: &[Region], whole_interp: bool) -> Result<()> {
+fn check_no_overlaps(elf: &Elf, tables: &[Region], whole_interp: bool) -> Result<()> {
     #[derive(PartialEq)]
     enum Kind {
         Table,

@@ -99,7 +99,11 @@ impl Builder<'_, '_> {
             .enumerate()
             .map(|(i, n)| {
                 let local = dynsym
-                    .is_some_and(|d| symbol_binding(format, &d.bytes, i) == Some(elf::STB_LOCAL));
+                    .and_then(|d| {
+                        d.bytes
+                            .get(i * format.sym_size()..(i + 1) * format.sym_size())
+                    })
+                    .is_some_and(|b| format.decode_sym(b).st_info >> 4 == elf::STB_LOCAL);
                 (!local).then(|| hash::sysv_hash(n))
             })
             .collect();
@@ -176,14 +180,4 @@ fn check_size(out: Vec<u8>, size: u64, offset: u64, what: &str) -> Result<Vec<u8
         ));
     }
     Ok(out)
-}
-
-/// The binding (`STB_*`) of symbol `i` in the symbol table `bytes`, if it has that many.
-fn symbol_binding(format: crate::format::Format, bytes: &[u8], i: usize) -> Option<u8> {
-    // st_info follows st_name in Elf64_Sym, st_name, st_value and st_size in Elf32_Sym.
-    let at = match format.class {
-        crate::Class::Elf64 => 4,
-        crate::Class::Elf32 => 12,
-    };
-    bytes.get(i * format.sym_size() + at).map(|&info| info >> 4)
 }

@@ -208,8 +208,11 @@ pub(super) fn read_only_if_emptied(
     // the segment it maps last (patchelf 0.17.2's 4 KiB-aligned segments on alpha's 8 KiB pages).
     let page = crate::read::min_page_size(elf.machine());
     let pages = |q: &Phdr| {
-        let lo = q.p_vaddr - q.p_vaddr % page;
-        (lo, q.p_vaddr.saturating_add(q.p_memsz.max(1)))
+        let end = q.p_vaddr.saturating_add(q.p_memsz.max(1));
+        (
+            q.p_vaddr - q.p_vaddr % page,
+            end.div_ceil(page).saturating_mul(page),
+        )
     };
     let writable: Vec<(usize, (u64, u64))> = phdrs
         .iter()
@@ -225,9 +228,9 @@ pub(super) fn read_only_if_emptied(
             continue;
         }
         let (plo, phi) = pages(p);
-        let shares_a_page = writable.iter().any(|&(i, (qlo, qhi))| {
-            i != index && plo < qhi.div_ceil(page) * page && qlo < phi.div_ceil(page) * page
-        });
+        let shares_a_page = writable
+            .iter()
+            .any(|&(i, (qlo, qhi))| i != index && plo < qhi && qlo < phi);
         if shares_a_page {
             continue;
         }
