@@ -384,3 +384,108 @@ pub(super) fn drop_emptied_loads(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use object::elf;
+
+    use super::read_only_if_emptied;
+    use crate::format::{Dyn, Phdr};
+    use crate::read::Elf;
+
+    /// Where the moved `.dynamic` goes in these cases: far above every segment.
+    const NEW_DYNAMIC: u64 = 0x10_0000;
+
+    /// Runs the rule on elfsynth's default PIE (as `machine`), its writable `PT_LOAD` (the one
+    /// holding `.dynamic`) left with nothing the process writes, plus a second writable
+    /// `PT_LOAD` at `place(end)`, `end` being the first one's end address. Returns whether the
+    /// first one keeps `PF_W`.
+    fn keeps_write(machine: u16, place: impl Fn(u64) -> u64, pointed_at: bool) -> bool {
+        let bytes = elfsynth::build(&elfsynth::Spec::default());
+        let mut elf = Elf::parse(&bytes).expect("elfpatch reads what elfsynth builds");
+        elf.header.e_machine = machine;
+        let old = elf.dynamic.clone().expect("a dynamic file");
+        let mut phdrs = elf.phdrs.clone();
+        let rw = phdrs
+            .iter()
+            .position(|p| {
+                p.p_type == elf::PT_LOAD
+                    && p.p_flags & elf::PF_W != 0
+                    && p.contains_offset(old.offset, 1)
+            })
+            .expect("the writable PT_LOAD holding .dynamic");
+        // The segment ends 2 KiB into an 8 KiB page, so that a 4 KiB boundary follows its end
+        // inside that page (its .bss grows, which changes nothing the rule looks at).
+        let first = &mut phdrs[rw];
+        first.p_memsz = up(first.p_vaddr + first.p_memsz, 0x2000) + 0x800 - first.p_vaddr;
+        let at = place(first.p_vaddr + first.p_memsz);
+        phdrs.push(Phdr {
+            p_type: elf::PT_LOAD,
+            p_flags: elf::PF_R | elf::PF_W,
+            p_offset: at,
+            p_vaddr: at,
+            p_paddr: at,
+            p_filesz: 0x10,
+            p_memsz: 0x10,
+            p_align: 0x1000,
+        });
+        // The sections the rule would look at are the edit's: none is left in the segment.
+        let final_dynamic = if pointed_at {
+            vec![Dyn {
+                tag: elf::DT_PLTGOT.into(),
+                val: phdrs[rw].p_vaddr,
+            }]
+        } else {
+            Vec::new()
+        };
+        read_only_if_emptied(&elf, &mut phdrs, &[], &old, NEW_DYNAMIC, &final_dynamic);
+        phdrs[rw].p_flags & elf::PF_W != 0
+    }
+
+    /// The first multiple of `page` at or above `a`.
+    fn up(a: u64, page: u64) -> u64 {
+        a.div_ceil(page) * page
+    }
+
+    /// The first 4 KiB boundary at or above `end`: not an 8 KiB one, as `keeps_write` places
+    /// the end.
+    fn odd_4k(end: u64) -> u64 {
+        let a = up(end, 0x1000);
+        assert_ne!(a % 0x2000, 0);
+        a
+    }
+
+    #[test]
+    fn an_emptied_segment_alone_on_its_pages_becomes_read_only() {
+        assert!(!keeps_write(elf::EM_X86_64, |e| up(e, 0x1000), false));
+        assert!(!keeps_write(
+            elf::EM_X86_64,
+            |e| up(e, 0x1000) + 0x3000,
+            false
+        ));
+        assert!(!keeps_write(elf::EM_ALPHA, |e| up(e, 0x2000), false));
+    }
+
+    #[test]
+    fn a_segment_sharing_a_page_with_another_writable_one_stays_writable() {
+        // The loader maps a shared page once, with the flags of the segment it maps last: the
+        // other segment's data would turn read-only with it.
+        assert!(keeps_write(elf::EM_X86_64, |e| e, false));
+        assert!(keeps_write(elf::EM_X86_64, |e| e + 0x10, false));
+    }
+
+    #[test]
+    fn sharing_is_judged_at_the_machines_smallest_page() {
+        // On a 4 KiB boundary that is not an 8 KiB one: a page of its own on x86_64, the first
+        // segment's last 8 KiB page on alpha and sparc64 (patchelf 0.17.2 aligned its segments
+        // to 4 KiB there).
+        assert!(!keeps_write(elf::EM_X86_64, odd_4k, false));
+        assert!(keeps_write(elf::EM_ALPHA, odd_4k, false));
+        assert!(keeps_write(elf::EM_SPARCV9, odd_4k, false));
+    }
+
+    #[test]
+    fn an_address_the_dynamic_array_points_at_keeps_the_segment_writable() {
+        assert!(keeps_write(elf::EM_X86_64, |e| up(e, 0x1000), true));
+    }
+}
