@@ -44,8 +44,17 @@ struct Mapped(Vec<Phdr>);
 impl Mapped {
     /// Whether `len` bytes at `off` are mapped from the file, at `vaddr`.
     fn holds(&self, off: u64, vaddr: u64, len: u64) -> bool {
+        self.holds_where(off, vaddr, len, |_| true)
+    }
+
+    /// [`Mapped::holds`], by a segment for which `keep` is true. The address counts, not only the
+    /// offset: the tail of another segment's last page can cover the same file bytes at an
+    /// address the program never uses for them.
+    fn holds_where(&self, off: u64, vaddr: u64, len: u64, keep: impl Fn(&Phdr) -> bool) -> bool {
         self.0.iter().any(|p| {
-            p.contains_offset(off, len) && off - p.p_offset == vaddr.wrapping_sub(p.p_vaddr)
+            keep(p)
+                && p.contains_offset(off, len)
+                && off - p.p_offset == vaddr.wrapping_sub(p.p_vaddr)
         })
     }
 }
@@ -151,8 +160,8 @@ fn check_segments(e: &Elf, mapped: &Mapped, out: &mut Vec<Issue>) {
                 let mips_read_only = e.machine() == elf::EM_MIPS && p.p_flags & elf::PF_W == 0;
                 if p.p_type == elf::PT_DYNAMIC
                     && !mips_read_only
-                    && !mapped.0.iter().any(|l| {
-                        l.contains_offset(p.p_offset, p.p_filesz) && l.p_flags & elf::PF_W != 0
+                    && !mapped.holds_where(p.p_offset, p.p_vaddr, p.p_filesz, |l| {
+                        l.p_flags & elf::PF_W != 0
                     })
                 {
                     issue(out, "PT_DYNAMIC is not inside a writable PT_LOAD".into());
@@ -233,5 +242,43 @@ fn check_dynamic_sections(e: &Elf, out: &mut Vec<Issue>) {
         if sh.sh_offset != d.offset || sh.sh_addr != d.vaddr {
             issue(out, ".dynamic section does not match PT_DYNAMIC".into());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object::elf;
+
+    use super::check;
+    use crate::read::Elf;
+
+    const NOT_WRITABLE: &str = "PT_DYNAMIC is not inside a writable PT_LOAD";
+
+    fn issues(edit: impl FnOnce(&mut Elf)) -> Vec<String> {
+        let bytes = elfsynth::build(&elfsynth::Spec::default());
+        let mut e = Elf::parse(&bytes).expect("elfpatch reads what elfsynth builds");
+        edit(&mut e);
+        check(&e).into_iter().map(|i| i.0).collect()
+    }
+
+    #[test]
+    fn dynamic_in_the_writable_segment_is_fine() {
+        assert!(!issues(|_| {}).iter().any(|i| i == NOT_WRITABLE));
+    }
+
+    #[test]
+    fn a_writable_segment_holding_the_bytes_at_another_address_does_not_count() {
+        // The fuzz input behind regressions/plan_apply/dynamic-writable-only-by-offset-through-
+        // another-tail: the file offset of .dynamic lay in a writable segment's page tail, but
+        // its address in a read-only segment, which is where the loader writes DT_DEBUG.
+        let found = issues(|e| {
+            let d = e
+                .phdrs
+                .iter_mut()
+                .find(|p| p.p_type == elf::PT_DYNAMIC)
+                .expect("a PT_DYNAMIC");
+            d.p_vaddr += 0x10_0000;
+        });
+        assert!(found.iter().any(|i| i == NOT_WRITABLE), "{found:?}");
     }
 }
