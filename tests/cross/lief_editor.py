@@ -4,7 +4,7 @@
 LIEF's own `lief-patchelf` is a Rust program over LIEF's C++ library; its build downloads LIEF's
 prebuilt SDK, which this machine cannot reach. This script drives the same library through the
 Python bindings from PyPI (`pip install lief`). Each option makes the library calls
-lief-patchelf makes for it (as read in tools/lief-patchelf/src/main.rs of LIEF 1.0: edit the
+lief-patchelf makes for it (as read in tools/lief-patchelf/src/main.rs at LIEF commit 7fce274: edit the
 existing entry in place, or add one; turn DT_RPATH into DT_RUNPATH unless --force-rpath; the
 symbol version made global), and the result is written by LIEF's builder in its default
 configuration, as lief-patchelf writes it. So the cross suite measures LIEF's engine, as
@@ -36,7 +36,7 @@ TAG = lief.ELF.DynamicEntry.TAG
 # Options that take one value, and those that take none, as patchelf spells them.
 WITH_VALUE = {"--set-rpath", "--add-rpath", "--add-needed", "--remove-needed", "--set-interpreter",
               "--set-soname", "--clear-symbol-version", "--rename-dynamic-symbols", "--output"}
-FLAGS = {"--force-rpath", "--remove-rpath", "--shrink-rpath", "--set-execstack", "--clear-execstack", "--add-debug-tag",
+FLAGS = {"--remove-rpath", "--shrink-rpath", "--set-execstack", "--clear-execstack", "--add-debug-tag",
          "--print-rpath", "--print-needed", "--print-soname", "--print-interpreter"}
 
 
@@ -82,11 +82,19 @@ def parse_args(argv):
     return ops, files[0], output, force_rpath
 
 
+def path_text(entry):
+    return entry.runpath if entry.tag == TAG.RUNPATH else entry.rpath
+
+
+def path_entry(value, force_rpath):
+    return lief.ELF.DynamicEntryRpath(value) if force_rpath else lief.ELF.DynamicEntryRunPath(value)
+
+
 def run_path(binary):
     for tag in (TAG.RUNPATH, TAG.RPATH):
         e = binary.get(tag)
         if e is not None:
-            return e.runpath if tag == TAG.RUNPATH else e.rpath
+            return path_text(e)
     return ""
 
 
@@ -99,13 +107,13 @@ def set_run_path(binary, value, force_rpath):
     elif rpath is not None:
         rpath.rpath = value
     elif value:
-        binary.add(lief.ELF.DynamicEntryRpath(value) if force_rpath else lief.ELF.DynamicEntryRunPath(value))
+        binary.add(path_entry(value, force_rpath))
     keep_not = TAG.RUNPATH if force_rpath else TAG.RPATH
     other = binary.get(keep_not)
     if other is not None:
-        text = other.runpath if keep_not == TAG.RUNPATH else other.rpath
+        text = path_text(other)
         binary.remove(keep_not)
-        binary.add(lief.ELF.DynamicEntryRpath(text) if force_rpath else lief.ELF.DynamicEntryRunPath(text))
+        binary.add(path_entry(text, force_rpath))
 
 
 def replace_needed(binary, old, new):
@@ -116,13 +124,6 @@ def replace_needed(binary, old, new):
     req = binary.find_version_requirement(old)
     if req is not None:
         req.name = new
-
-
-def segment(binary, ptype):
-    for s in binary.segments:
-        if s.type == ptype:
-            return s
-    return None
 
 
 def apply(binary, op, value, force_rpath):
@@ -153,15 +154,15 @@ def apply(binary, op, value, force_rpath):
         return True
     elif op == "--shrink-rpath":
         # patchelf's rule: keep a directory when it holds a DT_NEEDED library not found earlier.
-        needed = [lib for lib in binary.libraries]
+        needed, old = list(binary.libraries), run_path(binary)
         found, kept = set(), []
-        for d in run_path(binary).split(":"):
+        for d in old.split(":"):
             hits = [n for n in needed if n not in found and os.path.exists(os.path.join(d, n))]
             if hits:
                 found.update(hits)
                 kept.append(d)
         new = ":".join(kept)
-        if new == run_path(binary):
+        if new == old:
             return False
         set_run_path(binary, new, force_rpath)
         return True
@@ -192,7 +193,7 @@ def apply(binary, op, value, force_rpath):
             binary.add(lief.ELF.DynamicSharedObject(value))
         return True
     elif op in ("--set-execstack", "--clear-execstack"):
-        s = segment(binary, lief.ELF.Segment.TYPE.GNU_STACK)
+        s = binary.get(lief.ELF.Segment.TYPE.GNU_STACK)
         x = lief.ELF.Segment.FLAGS.X
         if s is None:
             if op == "--clear-execstack":

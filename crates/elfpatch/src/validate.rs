@@ -269,8 +269,9 @@ mod tests {
     #[test]
     fn a_writable_segment_holding_the_bytes_at_another_address_does_not_count() {
         // The fuzz input behind regressions/plan_apply/dynamic-writable-only-by-offset-through-
-        // another-tail: the file offset of .dynamic lay in a writable segment's page tail, but
-        // its address in a read-only segment, which is where the loader writes DT_DEBUG.
+        // another-tail had .dynamic's file offset in a writable segment's page tail and its
+        // address in a read-only segment (where the loader writes DT_DEBUG). Here, simpler: the
+        // writable segment holds the offset, and PT_DYNAMIC's address is elsewhere.
         let found = issues(|e| {
             let d = e
                 .phdrs

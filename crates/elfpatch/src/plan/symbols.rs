@@ -93,19 +93,21 @@ impl Builder<'_, '_> {
         }
         // Local symbols stay out of the lists, as the linkers leave them (the loader's lookup
         // skips them); listing them makes eu-elflint report each as missing from .gnu.hash.
-        let dynsym = self.planner.tables.dynsym.as_ref();
+        let local: Vec<bool> = self
+            .planner
+            .tables
+            .dynsym
+            .as_ref()
+            .map_or_else(Vec::new, |d| {
+                d.bytes
+                    .chunks_exact(format.sym_size())
+                    .map(|b| format.decode_sym(b).st_info >> 4 == elf::STB_LOCAL)
+                    .collect()
+            });
         let hashes: Vec<Option<u32>> = names[..nchain]
             .iter()
             .enumerate()
-            .map(|(i, n)| {
-                let local = dynsym
-                    .and_then(|d| {
-                        d.bytes
-                            .get(i * format.sym_size()..(i + 1) * format.sym_size())
-                    })
-                    .is_some_and(|b| format.decode_sym(b).st_info >> 4 == elf::STB_LOCAL);
-                (!local).then(|| hash::sysv_hash(n))
-            })
+            .map(|(i, n)| (!local.get(i).copied().unwrap_or(false)).then(|| hash::sysv_hash(n)))
             .collect();
         let table = hash::build_sysv(nbucket, &hashes);
         let words = [u64::from(nbucket), nchain as u64]

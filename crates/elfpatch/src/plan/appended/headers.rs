@@ -417,7 +417,8 @@ mod tests {
         // The segment ends 2 KiB into an 8 KiB page, so that a 4 KiB boundary follows its end
         // inside that page (its .bss grows, which changes nothing the rule looks at).
         let first = &mut phdrs[rw];
-        first.p_memsz = up(first.p_vaddr + first.p_memsz, 0x2000) + 0x800 - first.p_vaddr;
+        first.p_memsz =
+            (first.p_vaddr + first.p_memsz).next_multiple_of(0x2000) + 0x800 - first.p_vaddr;
         let at = place(first.p_vaddr + first.p_memsz);
         phdrs.push(Phdr {
             p_type: elf::PT_LOAD,
@@ -442,28 +443,31 @@ mod tests {
         phdrs[rw].p_flags & elf::PF_W != 0
     }
 
-    /// The first multiple of `page` at or above `a`.
-    fn up(a: u64, page: u64) -> u64 {
-        a.div_ceil(page) * page
-    }
-
     /// The first 4 KiB boundary at or above `end`: not an 8 KiB one, as `keeps_write` places
     /// the end.
     fn odd_4k(end: u64) -> u64 {
-        let a = up(end, 0x1000);
+        let a = end.next_multiple_of(0x1000);
         assert_ne!(a % 0x2000, 0);
         a
     }
 
     #[test]
     fn an_emptied_segment_alone_on_its_pages_becomes_read_only() {
-        assert!(!keeps_write(elf::EM_X86_64, |e| up(e, 0x1000), false));
         assert!(!keeps_write(
             elf::EM_X86_64,
-            |e| up(e, 0x1000) + 0x3000,
+            |e| e.next_multiple_of(0x1000),
             false
         ));
-        assert!(!keeps_write(elf::EM_ALPHA, |e| up(e, 0x2000), false));
+        assert!(!keeps_write(
+            elf::EM_X86_64,
+            |e| e.next_multiple_of(0x1000) + 0x3000,
+            false
+        ));
+        assert!(!keeps_write(
+            elf::EM_ALPHA,
+            |e| e.next_multiple_of(0x2000),
+            false
+        ));
     }
 
     #[test]
@@ -486,6 +490,10 @@ mod tests {
 
     #[test]
     fn an_address_the_dynamic_array_points_at_keeps_the_segment_writable() {
-        assert!(keeps_write(elf::EM_X86_64, |e| up(e, 0x1000), true));
+        assert!(keeps_write(
+            elf::EM_X86_64,
+            |e| e.next_multiple_of(0x1000),
+            true
+        ));
     }
 }
