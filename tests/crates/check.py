@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the workspace promises about its crates, checked from their manifests and sources.
 
-    python3 tests/crates/check.py [CHECK...]     CHECK: msrv, deps, length, publish (default: all)
+    python3 tests/crates/check.py [CHECK...]     CHECK: msrv, deps, length, imports, publish (default: all)
 
 - msrv: the workspace's `rust-version` is at least the `rust_version` of every crate that a
   publishable crate (elfpatch, stubstrip, ldso-model) builds with: its normal and build
@@ -18,6 +18,11 @@
   `fn` to the closing brace), unless the comment lines right above it (doc comments and
   attributes may sit in between) include one that starts with `// Long:` and says why the
   function is better whole.
+- imports: no module import circle inside any crate's src/: a file naming another through
+  `crate::`, `super::`, `self::` or a child module's name (in `use` items or in paths in code,
+  comments and strings aside) is an edge, and no set of files may reach each other. Crate roots
+  (lib.rs, main.rs, bin/*.rs) and mod.rs files are hubs, left out: they declare the modules and
+  hold what all of them share.
 - publish: `cargo publish --dry-run` passes for elfpatch alone (packaged and built as crates.io
   would), and for elfpatch, ldso-model and stubstrip together (cargo >= 1.90 verifies each against
   the others as packaged; alone, the other two wait for elfpatch on crates.io). It needs the
@@ -309,6 +314,173 @@ def check_length() -> None:
         print(f"  {length:4} {name} ({where})")
 
 
+# --- imports ----------------------------------------------------------------------------------
+
+USE = re.compile(r"(?<![\w:])use\s+([^;]*);")
+INLINE_PATH = re.compile(r"(?<![\w:])(crate|super|self)((?:\s*::\s*[A-Za-z_][A-Za-z0-9_]*)+)")
+INLINE_MOD = re.compile(r"(?<![\w:])mod\s+([A-Za-z_][A-Za-z0-9_]*)\s*\{")
+
+
+def use_paths(tree: str) -> list[list[str]]:
+    """The paths a `use` tree names: `super::{a::B, c}` is `super::a::B` and `super::c`."""
+    tokens = re.findall(r"::|[{},*]|[A-Za-z_][A-Za-z0-9_]*", tree)
+    pos = 0
+
+    def parse(prefix: list[str]) -> list[list[str]]:
+        nonlocal pos
+        path = list(prefix)
+        while pos < len(tokens):
+            t = tokens[pos]
+            if t == "{":
+                pos += 1
+                out = []
+                while pos < len(tokens) and tokens[pos] != "}":
+                    if tokens[pos] == ",":
+                        pos += 1
+                        continue
+                    out.extend(parse(path))
+                pos += 1
+                return out
+            if t in (",", "}"):
+                break
+            if t == "as":
+                pos += 2
+                continue
+            if t != "::":
+                path.append(t)
+            pos += 1
+        return [path]
+
+    return parse([])
+
+
+def crate_modules(src_root: Path) -> dict[Path, tuple[str, tuple[str, ...], bool]]:
+    """Every source file of a crate's src/: (crate root it belongs to, module path, hub?). Crate
+    roots (lib.rs, main.rs, bin/*.rs) and mod.rs files are hubs."""
+    out = {}
+    for path in sorted(src_root.rglob("*.rs")):
+        parts = list(path.relative_to(src_root).with_suffix("").parts)
+        root = "lib"
+        if parts[0] == "bin":
+            root, parts = f"bin/{parts[1]}", parts[2:]
+        elif parts == ["main"]:
+            root, parts = "main", []
+        hub = not parts or parts[-1] in ("mod", "lib")
+        if parts and parts[-1] in ("mod", "lib"):
+            parts = parts[:-1]
+        out[path] = (root, tuple(parts), hub)
+    return out
+
+
+def import_edges(path: Path, root: str, module: tuple[str, ...], known: set) -> set[tuple[str, ...]]:
+    """The modules of the same crate root that `path` names through `crate::`, `super::`,
+    `self::` or a child module's name, in `use` items and in paths inside code (comments and
+    strings aside). A path inside an inline `mod name { }` is relative to that module."""
+    code = code_only(path.read_text())
+    spans = []
+    for m in INLINE_MOD.finditer(code):
+        depth, k = 0, m.end() - 1
+        while k < len(code):
+            depth += {"{": 1, "}": -1}.get(code[k], 0)
+            if depth == 0:
+                break
+            k += 1
+        spans.append((m.end(), k, m.group(1)))
+
+    def scope(at: int) -> tuple[str, ...]:
+        return module + tuple(name for s, e, name in sorted(spans) if s <= at < e)
+
+    def resolve(segments: list[str], here: tuple[str, ...]):
+        base, i = here, 0
+        if segments and segments[0] == "crate":
+            base, i = (), 1
+        elif segments and segments[0] in ("super", "self"):
+            while i < len(segments) and segments[i] in ("super", "self"):
+                base = base[:-1] if segments[i] == "super" else base
+                i += 1
+        elif not (segments and (root, here + (segments[0],)) in known):
+            return None
+        while i < len(segments) and (root, base + (segments[i],)) in known:
+            base += (segments[i],)
+            i += 1
+        return base
+
+    found = set()
+    uses = [(m.start(), m.end()) for m in USE.finditer(code)]
+    for (start, end), m in zip(uses, USE.finditer(code)):
+        for segments in use_paths(m.group(1)):
+            target = resolve(segments, scope(start))
+            if target is not None:
+                found.add(target)
+    for m in INLINE_PATH.finditer(code):
+        if any(s <= m.start() < e for s, e in uses):
+            continue
+        segments = [m.group(1)] + re.findall(r"[A-Za-z_][A-Za-z0-9_]*", m.group(2))
+        target = resolve(segments, scope(m.start()))
+        if target is not None:
+            found.add(target)
+    return found
+
+
+def strongly_connected(graph: dict) -> list[list]:
+    """Tarjan's components of more than one node, each in a stable order."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_imports() -> None:
+    files = 0
+    for src_root in sorted(ROOT.glob("crates/*/src")):
+        modules = crate_modules(src_root)
+        known = {(root, module) for root, module, _ in modules.values()}
+        hubs = {(root, module) for root, module, hub in modules.values() if hub}
+        path_of = {(root, module): p for p, (root, module, hub) in modules.items() if not hub}
+        graph: dict = {}
+        for path, (root, module, hub) in modules.items():
+            if hub:
+                continue
+            files += 1
+            node = (root, module)
+            targets = import_edges(path, root, module, known)
+            graph[node] = {
+                (root, t) for t in targets
+                if (root, t) != node and (root, t) not in hubs and (root, t) in path_of
+            }
+        for comp in strongly_connected(graph):
+            name = lambda n: str(path_of[n].relative_to(src_root))
+            edges = [f"{name(a)} -> {name(b)}" for a in comp for b in sorted(graph[a]) if b in comp]
+            fail(f"imports: a module import circle in {src_root.relative_to(ROOT)}: "
+                 f"{', '.join(edges)}; let the lower module not name the higher one")
+    ok = not any(f.startswith("imports:") for f in failures)
+    print(f"{'ok: ' if ok else ''}{files} modules checked for import circles (lib.rs, main.rs, "
+          "bin roots and mod.rs are hubs)")
+
+
 # --- publish ----------------------------------------------------------------------------------
 
 
@@ -372,7 +544,13 @@ def check_publish() -> None:
               f"(this is {version.strip()})")
 
 
-CHECKS = {"msrv": check_msrv, "deps": check_deps, "length": check_length, "publish": check_publish}
+CHECKS = {
+    "msrv": check_msrv,
+    "deps": check_deps,
+    "length": check_length,
+    "imports": check_imports,
+    "publish": check_publish,
+}
 
 
 def main() -> int:

@@ -16,7 +16,6 @@
 
 use serde_json::Value;
 
-use crate::fsview::{Bytes, ElfInfo};
 use elfpatch::Format;
 
 /// The owner of a dlopen-metadata note.
@@ -29,7 +28,7 @@ pub const NT_FDO_DLOPEN_METADATA: u32 = 0x407c_0c0a;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DlopenDecl {
     /// The sonames, alternatives in order of preference.
-    pub sonames: Vec<Bytes>,
+    pub sonames: Vec<Vec<u8>>,
     /// `feature`, if given.
     pub feature: Option<String>,
     /// `priority`, if given (`required`, `recommended`, `suggested`).
@@ -152,7 +151,7 @@ impl DlopenSource {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DlopenEdge {
     /// The names, in order.
-    pub names: Vec<Bytes>,
+    pub names: Vec<Vec<u8>>,
     /// Where this is known from.
     pub source: DlopenSource,
 }
@@ -169,7 +168,7 @@ pub struct DlopenNoteError {
 
 /// The notes in `bytes` (a note section or segment, notes aligned to 4): owner (without NULs),
 /// type, descriptor and offset. Stops at the first note that does not fit.
-pub fn notes(format: Format, bytes: &[u8]) -> Vec<(Bytes, u32, Bytes, usize)> {
+pub fn notes(format: Format, bytes: &[u8]) -> Vec<(Vec<u8>, u32, Vec<u8>, usize)> {
     let mut out = Vec::new();
     let mut pos = 0usize;
     let up = |v: usize| v.checked_add(3).map(|x| x & !3);
@@ -234,8 +233,8 @@ fn decl(item: &Value) -> Result<DlopenDecl, String> {
 
 /// The strings of `rodata` the table watches for: each of the watched names that occurs as a
 /// NUL-terminated string, and every `libnvrtc-builtins.so.<version>` string.
-pub fn scan_rodata(rodata: &[u8]) -> Vec<Bytes> {
-    let mut out: Vec<Bytes> = Vec::new();
+pub fn scan_rodata(rodata: &[u8]) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
     for w in WATCHED {
         let mut needle = w.as_bytes().to_vec();
         needle.push(0);
@@ -305,7 +304,7 @@ impl RodataScan {
 
     /// What [`scan_rodata`] gives for the section whose windows were looked at, when
     /// [`RodataScan::needs_whole`] is false.
-    pub fn names(&self) -> Vec<Bytes> {
+    pub fn names(&self) -> Vec<Vec<u8>> {
         WATCHED
             .iter()
             .zip(self.found)
@@ -320,7 +319,7 @@ fn basename(p: &[u8]) -> &[u8] {
 }
 
 /// `libnvrtc-builtins.so.X.Y` for a libnvrtc file named `libnvrtc.so.X.Y[.Z]`.
-fn builtins_from_name(name: &[u8]) -> Option<Bytes> {
+fn builtins_from_name(name: &[u8]) -> Option<Vec<u8>> {
     let version = name.strip_prefix(b"libnvrtc.so.")?;
     let mut parts = version.split(|&c| c == b'.');
     let (major, minor) = (parts.next()?, parts.next()?);
@@ -335,12 +334,27 @@ fn builtins_from_name(name: &[u8]) -> Option<Bytes> {
     Some(out)
 }
 
+/// What [`dlopen_edges`] reads of an object: a view of its `ElfInfo`
+/// ([`crate::fsview::ElfInfo::dlopen_facts`]). This module decides from these facts alone, below
+/// the file reading that gathers them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DlopenFacts<'a> {
+    /// What it declares in `.note.dlopen`.
+    pub declared: &'a [DlopenDecl],
+    /// The watched strings of its `.rodata`.
+    pub rodata_names: &'a [Vec<u8>],
+    /// Its `DT_NEEDED` names.
+    pub needed: &'a [Vec<u8>],
+    /// Its `DT_SONAME`.
+    pub soname: Option<&'a [u8]>,
+}
+
 /// The libraries an object `dlopen`s, as far as the model knows: what it declares, then what
 /// [`NVIDIA_TABLE`] says of it (names it already declares, has in `DT_NEEDED`, or is itself are
 /// left out). `paths` are the object's path and its canonical path, for its file names.
-pub fn dlopen_edges(paths: &[&[u8]], info: &ElfInfo) -> Vec<DlopenEdge> {
+pub fn dlopen_edges(paths: &[&[u8]], info: &DlopenFacts<'_>) -> Vec<DlopenEdge> {
     let mut out: Vec<DlopenEdge> = info
-        .dlopen_declared
+        .declared
         .iter()
         .map(|d| DlopenEdge {
             names: d.sonames.clone(),
@@ -351,9 +365,9 @@ pub fn dlopen_edges(paths: &[&[u8]], info: &ElfInfo) -> Vec<DlopenEdge> {
         })
         .collect();
     let mut own: Vec<&[u8]> = paths.iter().map(|p| basename(p)).collect();
-    own.extend(info.soname.as_deref());
+    own.extend(info.soname);
     for t in NVIDIA_TABLE {
-        let name: Option<Bytes> = match t.trigger {
+        let name: Option<Vec<u8>> = match t.trigger {
             Trigger::Named(prefix) => own
                 .iter()
                 .any(|n| n.starts_with(prefix.as_bytes()))
@@ -456,9 +470,9 @@ mod tests {
 
     #[test]
     fn the_table_recognises_cudart_static_users_nvrtc_and_nvml_users() {
-        let cudart = ElfInfo {
-            soname: Some(b"libcudart.so.12".to_vec()),
-            ..ElfInfo::default()
+        let cudart = DlopenFacts {
+            soname: Some(b"libcudart.so.12"),
+            ..DlopenFacts::default()
         };
         let e = dlopen_edges(&[b"/x/lib/libcudart.so.12"], &cudart);
         assert_eq!(e.len(), 1);
@@ -467,9 +481,9 @@ mod tests {
             matches!(e[0].source, DlopenSource::Table(t) if t.applies_to.starts_with("libcudart"))
         );
 
-        let static_user = ElfInfo {
-            rodata_names: vec![b"libcuda.so.1".to_vec(), b"libnvidia-ml.so.1".to_vec()],
-            ..ElfInfo::default()
+        let static_user = DlopenFacts {
+            rodata_names: &[b"libcuda.so.1".to_vec(), b"libnvidia-ml.so.1".to_vec()],
+            ..DlopenFacts::default()
         };
         let e = dlopen_edges(&[b"/x/bin/app"], &static_user);
         let names: Vec<_> = e.iter().map(|e| e.names[0].clone()).collect();
@@ -478,20 +492,20 @@ mod tests {
             vec![b"libcuda.so.1".to_vec(), b"libnvidia-ml.so.1".to_vec()]
         );
         // Linked against it: a DT_NEEDED edge, not a dlopen.
-        let linked = ElfInfo {
-            needed: vec![b"libcuda.so.1".to_vec()],
-            ..static_user.clone()
+        let linked = DlopenFacts {
+            needed: &[b"libcuda.so.1".to_vec()],
+            ..static_user
         };
         assert_eq!(dlopen_edges(&[b"/x/bin/app"], &linked).len(), 1);
         // The driver library itself holds its name.
         assert_eq!(dlopen_edges(&[b"/drv/libcuda.so.1"], &static_user).len(), 1);
 
-        let nvrtc = ElfInfo::default();
+        let nvrtc = DlopenFacts::default();
         let e = dlopen_edges(&[b"/x/libnvrtc.so.12", b"/x/libnvrtc.so.12.8.93"], &nvrtc);
         assert_eq!(e[0].names, vec![b"libnvrtc-builtins.so.12.8".to_vec()]);
-        let nvrtc = ElfInfo {
-            rodata_names: vec![b"libnvrtc-builtins.so.12.9".to_vec()],
-            ..ElfInfo::default()
+        let nvrtc = DlopenFacts {
+            rodata_names: &[b"libnvrtc-builtins.so.12.9".to_vec()],
+            ..DlopenFacts::default()
         };
         let e = dlopen_edges(&[b"/x/libnvrtc.so.12"], &nvrtc);
         assert_eq!(e[0].names, vec![b"libnvrtc-builtins.so.12.9".to_vec()]);
@@ -499,14 +513,14 @@ mod tests {
 
     #[test]
     fn declared_dlopens_come_first_and_are_not_repeated_by_the_table() {
-        let info = ElfInfo {
-            soname: Some(b"libcudart.so.12".to_vec()),
-            dlopen_declared: vec![DlopenDecl {
+        let info = DlopenFacts {
+            soname: Some(b"libcudart.so.12"),
+            declared: &[DlopenDecl {
                 sonames: vec![b"libcuda.so.1".to_vec()],
                 feature: Some("driver".into()),
                 priority: Some("required".into()),
             }],
-            ..ElfInfo::default()
+            ..DlopenFacts::default()
         };
         let e = dlopen_edges(&[b"/x/libcudart.so.12"], &info);
         assert_eq!(e.len(), 1);

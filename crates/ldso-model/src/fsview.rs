@@ -7,7 +7,7 @@ use elfpatch::note::ResolutionCache;
 use elfpatch::source::{check_range, read_range, Source, MAX_READ};
 use elfpatch::Elf;
 
-use crate::dlopen::{self, DlopenDecl};
+use crate::dlopen::{self, DlopenDecl, DlopenFacts};
 use crate::target::RawHeader;
 use object::elf::{DF_1_NODEFLIB, PT_NOTE, SHT_NOBITS, SHT_NOTE};
 
@@ -52,6 +52,16 @@ pub struct ElfInfo {
 }
 
 impl ElfInfo {
+    /// What the `dlopen` model reads of the file ([`dlopen::dlopen_edges`]).
+    pub fn dlopen_facts(&self) -> DlopenFacts<'_> {
+        DlopenFacts {
+            declared: &self.dlopen_declared,
+            rodata_names: &self.rodata_names,
+            needed: &self.needed,
+            soname: self.soname.as_deref(),
+        }
+    }
+
     /// The parts of a parsed file this crate uses.
     pub fn of(e: &Elf) -> ElfInfo {
         ElfInfo {

@@ -447,7 +447,7 @@ impl Resolver<'_> {
             let paths: Vec<&[u8]> = std::iter::once(o.path.as_slice())
                 .chain(canonical.as_deref())
                 .collect();
-            let edges = dlopen_edges(&paths, &o.info);
+            let edges = dlopen_edges(&paths, &o.info.dlopen_facts());
             for edge in edges.into_iter().filter(|e| e.source.is_inferred() == weak) {
                 for name in &edge.names {
                     let before = self.objects.len();

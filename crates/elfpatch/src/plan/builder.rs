@@ -48,14 +48,19 @@ pub(super) struct Builder<'p, 'a> {
 }
 
 impl<'p, 'a> Builder<'p, 'a> {
-    pub(super) fn new(planner: &'p Planner<'a>, desired: Desired, table: NewTable) -> Self {
+    pub(super) fn new(
+        planner: &'p Planner<'a>,
+        desired: Desired,
+        note: NoteChange,
+        table: NewTable,
+    ) -> Self {
         Builder {
             planner,
             entries: desired.entries,
             verneed_edits: desired.verneed,
             interp: desired.interp,
             symbols: desired.symbols,
-            note: desired.note,
+            note,
             table,
             writes: Vec::new(),
         }

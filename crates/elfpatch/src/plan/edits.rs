@@ -5,7 +5,6 @@
 use object::elf;
 
 use super::header::HeaderEdits;
-use super::note_edit::NoteChange;
 use super::{Edit, Planner};
 use crate::error::{Error, Result};
 use crate::format::Dyn;
@@ -95,8 +94,6 @@ pub(super) struct Desired {
     pub(super) interp: Option<Vec<u8>>,
     /// Renamed symbols and cleared versions.
     pub(super) symbols: SymbolEdits,
-    /// What becomes of the resolution-cache note.
-    pub(super) note: NoteChange,
     /// What changes in the file header and the program headers.
     pub(super) header: HeaderEdits,
 }
@@ -116,7 +113,6 @@ impl<'a> Planner<'a> {
             verneed: VerneedEdits::default(),
             interp: None,
             symbols: SymbolEdits::default(),
-            note: NoteChange::Keep,
             header: HeaderEdits::default(),
         };
         for edit in edits {
@@ -132,7 +128,6 @@ impl<'a> Planner<'a> {
             .verneed
             .renames
             .retain(|r| !removals.contains(&r.record));
-        desired.note = self.note_change(edits, &desired.entries)?;
         Ok(desired)
     }
 

@@ -25,6 +25,7 @@ mod edits;
 mod header;
 mod in_place;
 mod note_edit;
+mod note_writes;
 mod preflight;
 pub mod strings;
 mod symbols;
@@ -326,7 +327,9 @@ impl<'a> Planner<'a> {
             .interp
             .as_ref()
             .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
-        let note_unchanged = desired.note == note_edit::NoteChange::Keep;
+        // The note's fate depends on every other edit's result (a changed run path makes it stale).
+        let note = self.note_change(edits, &desired.entries)?;
+        let note_unchanged = note == note_edit::NoteChange::Keep;
         let table = NewTable::of(elf, desired.header);
         let header_changed = table.changed(elf);
         if !dynamic_changed
@@ -347,7 +350,7 @@ impl<'a> Planner<'a> {
             desired.interp = None;
         }
         // 2. Where the new contents go, and the writes that put them there.
-        Builder::new(self, desired, table).build()
+        Builder::new(self, desired, note, table).build()
     }
 
     /// The tables `.dynamic` points to, with their extents.
@@ -375,14 +378,17 @@ impl<'a> Planner<'a> {
 mod layering {
     /// The planner's modules, lowest first, with their sources: each may import only those
     /// before it (the root, this file, holds the shared types and the entry point).
-    const ORDER: [(&str, &str); 9] = [
+    const ORDER: [(&str, &str); 12] = [
         ("strings", include_str!("strings.rs")),
         ("tags", include_str!("tags.rs")),
         ("header", include_str!("header.rs")),
         ("edits", include_str!("edits.rs")),
+        ("note_edit", include_str!("note_edit.rs")),
         ("preflight", include_str!("preflight.rs")),
         ("contents", include_str!("contents.rs")),
         ("builder", include_str!("builder.rs")),
+        ("note_writes", include_str!("note_writes.rs")),
+        ("symbols", include_str!("symbols.rs")),
         ("in_place", include_str!("in_place.rs")),
         (
             "appended",

@@ -60,6 +60,19 @@ pub enum AuditFileError {
     OutsideRoot,
 }
 
+/// Every finding for one file: [`rules::audit`]'s (its run path and libraries), then
+/// [`model_rules`]' (its resolution-cache note and what it `dlopen`s).
+pub fn audit(
+    f: &rules::AuditSubject,
+    cx: &rules::AuditContext,
+    fs: &dyn ldso_model::fsview::FsView,
+) -> Vec<rules::AuditFinding> {
+    let mut out = rules::audit(f, cx, fs);
+    out.extend(model_rules::note_findings(f, cx));
+    out.extend(model_rules::dlopen_findings(f, cx, fs));
+    out
+}
+
 /// What happened to one file.
 #[derive(Debug)]
 pub enum AuditOutcome {

@@ -281,7 +281,9 @@ fn system_lookup(fs: &dyn FsView, cx: &AuditContext, info: &ElfInfo, name: &[u8]
     })
 }
 
-/// Every finding for one file.
+/// Every finding of these rules for one file: its run path and its libraries. The rules that
+/// read the resolution-cache note and the `dlopen`s are [`super::model_rules`]'s, which builds
+/// on this module; [`super::audit`] runs both.
 pub fn audit(f: &AuditSubject, cx: &AuditContext, fs: &dyn FsView) -> Vec<AuditFinding> {
     let st = cx.settings;
     let dst = Dst {
@@ -317,8 +319,6 @@ pub fn audit(f: &AuditSubject, cx: &AuditContext, fs: &dyn FsView) -> Vec<AuditF
         seen.push(raw);
         search.needed_findings(raw, &stub_findings, &mut out);
     }
-    out.extend(super::model_rules::note_findings(f, cx));
-    out.extend(super::model_rules::dlopen_findings(f, cx, fs));
     out
 }
 

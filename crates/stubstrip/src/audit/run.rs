@@ -14,7 +14,7 @@ use ldso_model::target::Target;
 use rayon::prelude::*;
 
 use super::report::AuditReport;
-use super::rules::{self, AuditContext, AuditSubject};
+use super::rules::{AuditContext, AuditSubject};
 use super::{AuditConfig, AuditFileError, AuditOutcome, EXIT_DENIED, EXIT_UNREADABLE};
 use crate::driver::RUNTIME_DIRS;
 use crate::elf_input;
@@ -120,7 +120,7 @@ fn audit_file(
         origin: &origin,
         info: &info,
     };
-    AuditOutcome::Audited(rules::audit(&subject, &cx, model_fs))
+    AuditOutcome::Audited(super::audit(&subject, &cx, model_fs))
 }
 
 /// Runs `audit`; returns the exit status.
