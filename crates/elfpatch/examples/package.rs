@@ -88,6 +88,7 @@ pub fn run(request: &Request) -> Vec<Result<String, String>> {
             Ok(outcome) => {
                 let how = match outcome.plan.layout {
                     Layout::Appended { .. } => "grown at the end",
+                    Layout::Grown { .. } => "with the string table grown where it is",
                     _ => "in place",
                 };
                 let bytes = outcome.report.bytes;

@@ -69,6 +69,11 @@ struct Tally {
     stops_old: usize,
     stops_new: usize,
     runs: usize,
+    /// Plans whose string table grew where it is, its new strings over room something used
+    /// before the edit: written between two commit writes (`plan/appended/tail.rs`).
+    strings_after_switch: usize,
+    /// ... or over room nothing used: staged.
+    strings_staged: usize,
 }
 
 /// Apply options that inject `fault` (the crate's feature `fault-injection`, on in its tests).
@@ -118,6 +123,12 @@ fn run_scenario(s: &Scenario, tally: &mut Tally) {
     }
     let total = report.writes;
     assert!(total > 0, "{}: no writes", s.name);
+    for w in plan.writes.iter().filter(|w| w.what == "new strings") {
+        match w.phase {
+            Phase::Commit => tally.strings_after_switch += 1,
+            _ => tally.strings_staged += 1,
+        }
+    }
     // Small files: every plan write is one pwrite (zeroing and copying go by 1 MiB chunks), and
     // the symbol fixups come after them all.
     let one_pwrite_per_write = plan.writes.iter().all(|w| w.len > 0 && w.len <= 1 << 20);
@@ -452,7 +463,7 @@ fn real_scenarios(r: &RealSetup, tc: &str, which: &str) -> Vec<Scenario> {
     v
 }
 
-fn real(which: &str) {
+fn real(which: &str) -> Tally {
     let tcs = x86_toolchains();
     assert!(!tcs.is_empty(), "no gcc here");
     let mut tally = Tally::default();
@@ -469,11 +480,15 @@ fn real(which: &str) {
     assert!(tally.faults > 0);
     assert!(tally.runs > 0);
     assert!(tally.stops_old > 0 && tally.stops_new > 0, "{tally:?}");
+    tally
 }
 
+/// On gcc's programs the version and relocation tables after `.dynstr` move into the rest of
+/// the page, and the strings go over them between two commit writes.
 #[test]
 fn real_growing_runpath() {
-    real("runpath");
+    let tally = real("runpath");
+    assert!(tally.strings_after_switch > 0, "{tally:?}");
 }
 
 #[test]
@@ -546,7 +561,25 @@ fn synth_specs() -> Vec<(String, Spec)> {
         v.push((format!("{machine:?}-{class:?}-{endian:?}-exe"), exec));
         v.push((format!("{machine:?}-{class:?}-{endian:?}-lib"), lib));
     }
+    // Version tables after .dynstr too big for the rest of their page: they move into a new
+    // segment, and .dynstr grows over them.
+    let mut many = Spec::default();
+    many.dynsyms
+        .extend((0..3000).map(|i| format!("exported_symbol_number_{i}")));
+    v.push(("X86_64-many-symbols".into(), many));
     v
+}
+
+/// `bytes` with `edits` planned and applied in memory.
+fn edited(bytes: &[u8], edits: &[Edit]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let e = Elf::parse(bytes).unwrap();
+    let t = elfpatch::Tables::read(bytes, &e).unwrap();
+    elfpatch::plan(&e, &t, edits, &Options::default())
+        .unwrap()
+        .apply_to_vec(&mut out, e.format)
+        .unwrap();
+    out
 }
 
 #[test]
@@ -607,13 +640,7 @@ fn synthetic_files_of_every_machine() {
             cases += 1;
         }
         // A second growing edit on the edited file.
-        let mut once = bytes.clone();
-        let e = Elf::parse(&once).unwrap();
-        let t = elfpatch::Tables::read(once.as_slice(), &e).unwrap();
-        elfpatch::plan(&e, &t, &[Edit::SetRunpath(long(300))], &Options::default())
-            .unwrap()
-            .apply_to_vec(&mut once, e.format)
-            .unwrap();
+        let once = edited(&bytes, &[Edit::SetRunpath(long(300))]);
         run_scenario(
             &Scenario {
                 name: format!("{name}/second-growing-edit"),
@@ -628,6 +655,18 @@ fn synthetic_files_of_every_machine() {
             &mut tally,
         );
         cases += 1;
+        // Or a little longer: into the room the first one left after .dynstr.
+        run_scenario(
+            &Scenario {
+                name: format!("{name}/grown-again"),
+                path: path.clone(),
+                original: edited(&bytes, &[Edit::SetRunpath(long(300))]),
+                edits: vec![Edit::SetRunpath(long(340))],
+                runner: None,
+            },
+            &mut tally,
+        );
+        cases += 1;
     }
     eprintln!(
         "fault injection, elfsynth files: {cases} edits, {} faults injected ({tally:?})",
@@ -635,6 +674,11 @@ fn synthetic_files_of_every_machine() {
     );
     assert!(tally.faults > 0);
     assert!(tally.stops_old > 0 && tally.stops_new > 0, "{tally:?}");
+    // Both ways a string table grows where it is were interrupted.
+    assert!(
+        tally.strings_after_switch > 0 && tally.strings_staged > 0,
+        "{tally:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

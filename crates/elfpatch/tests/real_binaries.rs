@@ -793,63 +793,77 @@ fn a_string_table_in_a_zeroed_tail_is_refused_as_the_loader_fails_on_it() {
     assert!(seen > 0, "no toolchain gave a file to cut");
 }
 
-/// When a growing edit moves the tables after the program header table to make room for one more
-/// header, bytes between them that nothing describes (padding; in files patchelf rewrote, old
+/// When a growing edit moves tables out of the way — those after the program header table, to
+/// make room for one more header, or those after the string table, to make room for its new
+/// strings — bytes between them that nothing describes (padding; in files patchelf rewrote, old
 /// string tables it left there) are zeroed, not copied: old strings must not survive an edit.
 #[test]
 fn bytes_nothing_describes_do_not_travel_with_a_moved_block() {
     let tc = &toolchains()[0];
     let b = build(tc, &[]);
-    let mut bytes = fs::read(&b.prog).unwrap();
-    let e = elfpatch::Elf::parse(&bytes).unwrap();
+    let original = fs::read(&b.prog).unwrap();
+    let e = elfpatch::Elf::parse(&original).unwrap();
     let table_end = e.header.e_phoff as usize + e.phdrs.len() * e.format.phdr_size();
-    // The first gap of at least 4 bytes between two sections after the program header table.
-    let mut secs: Vec<_> = e
-        .sections
-        .iter()
-        .filter(|s| {
-            s.shdr.sh_offset as usize >= table_end && s.shdr.sh_type != object::elf::SHT_NOBITS
-        })
-        .map(|s| {
-            (
-                s.shdr.sh_offset as usize,
-                (s.shdr.sh_offset + s.shdr.sh_size) as usize,
-            )
-        })
-        .collect();
-    secs.sort();
-    let Some(gap) = secs
-        .windows(2)
-        .find(|w| w[1].0 >= w[0].1 + 4)
-        .map(|w| w[0].1)
-    else {
-        eprintln!("NOTICE: {}: no gap between the first sections", tc.name);
-        return;
-    };
-    let marker = b"Zq!~";
-    bytes[gap..gap + 4].copy_from_slice(marker);
-    let p = b.fx.path("prog.marked");
-    fs::write(&p, &bytes).unwrap();
-    fs::set_permissions(&p, fs::metadata(&b.prog).unwrap().permissions()).unwrap();
-    let out = elfpatch()
-        .arg("--set-rpath")
-        .arg(long_dir(&b.fx.path("n"), 600))
-        .arg(&p)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let after = fs::read(&p).unwrap();
-    let moved = elfpatch::Elf::parse(&after).unwrap().loads().count() > e.loads().count();
-    assert!(moved, "no segment was added");
-    assert!(
-        !after.windows(4).any(|w| w == marker),
-        "{}: bytes nothing describes travelled with the block",
-        tc.name
-    );
+    let strtab = e.strtab.as_ref().unwrap();
+    let strtab_end = (strtab.offset as usize) + strtab.bytes.len();
+    // More than the rest of the first segment's page: a new segment, room for its header made
+    // after the program header table (and a copy of .dynstr). Less: .dynstr grows where it is,
+    // over the tables after it.
+    let cases = [
+        ("after the program headers", table_end, 6000),
+        ("after the string table", strtab_end, 600),
+    ];
+    for (what, from, len) in cases {
+        let mut bytes = original.clone();
+        // The first gap of at least 4 bytes between two sections from `from` on.
+        let mut secs: Vec<_> = e
+            .sections
+            .iter()
+            .filter(|s| {
+                s.shdr.sh_offset as usize >= from && s.shdr.sh_type != object::elf::SHT_NOBITS
+            })
+            .map(|s| {
+                (
+                    s.shdr.sh_offset as usize,
+                    (s.shdr.sh_offset + s.shdr.sh_size) as usize,
+                )
+            })
+            .collect();
+        secs.sort();
+        let Some(gap) = secs
+            .windows(2)
+            .find(|w| w[1].0 >= w[0].1 + 4)
+            .map(|w| w[0].1)
+        else {
+            eprintln!("NOTICE: {}: no gap between the sections {what}", tc.name);
+            continue;
+        };
+        let marker = b"Zq!~";
+        bytes[gap..gap + 4].copy_from_slice(marker);
+        let p = b.fx.path("prog.marked");
+        fs::write(&p, &bytes).unwrap();
+        fs::set_permissions(&p, fs::metadata(&b.prog).unwrap().permissions()).unwrap();
+        let run_path = format!("/{}", "r".repeat(len));
+        let out = elfpatch()
+            .arg("--debug")
+            .arg("--set-rpath")
+            .arg(&run_path)
+            .arg(&p)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{said}");
+        let after = fs::read(&p).unwrap();
+        let elf = elfpatch::Elf::parse(&after).unwrap();
+        assert_eq!(elf.runpath(), Some(run_path.as_bytes()), "{what}");
+        // The tables moved: the gap's neighbours are no longer both where they were.
+        assert!(said.contains("moved: [\""), "{what}: nothing moved: {said}");
+        assert!(
+            !after.windows(4).any(|w| w == marker),
+            "{}: {what}: bytes nothing describes travelled with the block ({said})",
+            tc.name
+        );
+    }
 }
 
 /// FOUND BY FUZZING: a new segment is placed above the image by a page and by the largest dynamic

@@ -119,9 +119,11 @@ fn the_table_ends_the_file_after_appended_edits_on_every_toolchain() {
         let exe = program(&fx);
         let a = fx.path("a").display().to_string();
         let name = tc.name;
-        // 1. A run path that cannot fit: a new segment, the table after it.
+        // 1. A run path that cannot fit, not even where .dynstr could grow (the rest of its
+        // segment's page): a new segment, the table after it.
         let once = copy(&exe, &fx.path("once"));
-        let long = format!("{}:{a}", common::long_dir(&fx.path("x"), 200).display());
+        let dir = common::long_dir(&fx.path("x"), 200).display().to_string();
+        let long = format!("{}:{a}", vec![dir; 25].join(":"));
         edit(&once, &["--set-rpath", &long]);
         assert_table_last(&once, &format!("{name}: once"));
         assert!(

@@ -304,7 +304,7 @@ fn random_cases_reach_every_layout_strategy() {
     let mut runner = TestRunner::new(Config::default());
     let (mut in_place, mut extended, mut moved_phdrs, mut moved_block, mut plain_new) =
         (0, 0, 0, 0, 0);
-    let mut from_tail = 0;
+    let (mut from_tail, mut grown) = (0, 0);
     for _ in 0..600 {
         let (spec, batches) = arb_case().new_tree(&mut runner).unwrap().current();
         let mut bytes = elfsynth::build(&spec);
@@ -337,13 +337,15 @@ fn random_cases_reach_every_layout_strategy() {
                     moved_block += 1
                 }
                 Layout::Appended { .. } => plain_new += 1,
+                Layout::Grown { .. } => grown += 1,
                 Layout::Unchanged => {}
             }
             plan.apply_to_vec(&mut bytes, elf.format).unwrap();
         }
     }
-    eprintln!("in place {in_place}, extended {extended}, table moved {moved_phdrs}, block moved {moved_block}, new segment {plain_new}, .dynstr in a page's tail {from_tail}");
+    eprintln!("in place {in_place}, extended {extended}, table moved {moved_phdrs}, block moved {moved_block}, new segment {plain_new}, .dynstr grown where it is {grown}, .dynstr in a page's tail {from_tail}");
     for (name, n) in [
+        (".dynstr grown where it is", grown),
         (".dynstr in a page's tail", from_tail),
         ("in place", in_place),
         ("extended", extended),

@@ -270,9 +270,12 @@ mod tests {
     use crate::{Elf, Tables};
 
     fn layout_of(spec: &Spec, edits: &[Edit]) -> Layout {
-        let bytes = elfsynth::build(spec);
-        let elf = Elf::parse(&bytes).unwrap();
-        let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
+        layout_of_bytes(&elfsynth::build(spec), edits)
+    }
+
+    fn layout_of_bytes(bytes: &[u8], edits: &[Edit]) -> Layout {
+        let elf = Elf::parse(bytes).unwrap();
+        let tables = Tables::read(bytes, &elf).unwrap();
         plan(&elf, &tables, edits, &Options::default())
             .unwrap()
             .layout
@@ -317,9 +320,48 @@ mod tests {
     }
 
     #[test]
-    fn what_grows_is_copied_into_the_appended_segment() {
+    fn a_string_table_with_room_after_it_grows_where_it_is() {
+        // elfsynth puts the version tables after .dynstr and the code on the next page: they
+        // move into the rest of the first segment's last page, and .dynstr grows over them.
         let longer = Edit::SetRunpath(b"/a/much/longer/run/path/than/the/one/there".to_vec());
-        let layout = layout_of(&Spec::default(), std::slice::from_ref(&longer));
+        let moved = match layout_of(&Spec::default(), std::slice::from_ref(&longer)) {
+            Layout::Grown { moved } => moved,
+            other => panic!("not grown where it is: {other:?}"),
+        };
+        assert!(moved.contains(&".gnu.version".to_string()), "{moved:?}");
+        assert!(!moved.contains(&".dynstr".to_string()), "{moved:?}");
+        // Growing it again needs nothing more to move: the room left after it takes the strings.
+        let bytes = elfsynth::build(&Spec::default());
+        let elf = Elf::parse(&bytes).unwrap();
+        let tables = Tables::read(bytes.as_slice(), &elf).unwrap();
+        let plan = plan(&elf, &tables, &[longer], &Options::default()).unwrap();
+        let mut once = bytes.clone();
+        plan.apply_to_vec(&mut once, elf.format).unwrap();
+        let again = Edit::SetRunpath(b"/an/even/longer/run/path/than/the/one/there/now".to_vec());
+        assert_eq!(
+            layout_of_bytes(&once, &[again]),
+            Layout::Grown { moved: Vec::new() }
+        );
+    }
+
+    #[test]
+    fn what_grows_without_room_is_copied_into_the_appended_segment() {
+        let longer = Edit::SetRunpath(b"/a/much/longer/run/path/than/the/one/there".to_vec());
+        // Without section headers nothing tells padding from data after the string table.
+        let tail = Spec {
+            with_section_headers: false,
+            bss_size: 0,
+            ..Spec::default()
+        };
+        let layout = layout_of(&tail, std::slice::from_ref(&longer));
+        assert!(
+            matches!(layout, Layout::Appended { extended: true, .. }),
+            "{layout:?}"
+        );
+        // More than the rest of the page after the tables: a new PT_LOAD (its header in room
+        // made by moving the tables after the program headers) with a copy of .dynstr.
+        let much_longer = Edit::SetRunpath(vec![b'r'; 5000]);
+        let layout = layout_of(&Spec::default(), &[much_longer]);
         let Layout::Appended {
             extended,
             moved_phdrs,
@@ -328,22 +370,10 @@ mod tests {
         else {
             panic!("{layout:?}");
         };
-        // Section headers end the file: a new PT_LOAD, its header in room made by moving the
-        // tables after the program headers.
-        assert!(!extended && !moved_phdrs);
+        assert!(!extended && !moved_phdrs, "{layout:?}");
         for name in [".interp", ".dynstr", ".dynamic"] {
             assert!(moved.contains(&name.to_string()), "{name} in {moved:?}");
         }
-        let tail = Spec {
-            with_section_headers: false,
-            bss_size: 0,
-            ..Spec::default()
-        };
-        let layout = layout_of(&tail, &[longer]);
-        assert!(
-            matches!(layout, Layout::Appended { extended: true, .. }),
-            "{layout:?}"
-        );
         let longer = Edit::SetInterpreter(b"/a/much/longer/interpreter/path/ld.so".to_vec());
         let moved = moved_names(&layout_of(&Spec::default(), &[longer]));
         assert!(moved.contains(&".interp".to_string()), "{moved:?}");

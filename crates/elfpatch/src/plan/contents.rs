@@ -9,7 +9,7 @@ use object::elf;
 
 use super::edits::{Entry, SymbolEdits, Value, VerneedEdits};
 use super::strings::{self, Allocation, Range, Request};
-use super::tags::is_movable_pointer_tag;
+use super::tags::{is_movable_pointer_tag, is_relocation_tag};
 use super::Planner;
 use crate::format::{Dyn, Format};
 use crate::read::{is_string_tag, Elf, StrTab};
@@ -247,8 +247,7 @@ impl Planner<'_> {
         at: &TableAddresses,
         relocate: &dyn Fn(u64) -> u64,
     ) -> Vec<Dyn> {
-        let format = self.format;
-        let mut out: Vec<Dyn> = entries
+        let out: Vec<(Dyn, Option<usize>)> = entries
             .iter()
             .enumerate()
             .map(|(i, x)| {
@@ -259,27 +258,63 @@ impl Planner<'_> {
                         strings.alloc.placements[request].offset()
                     }
                 };
-                Dyn { tag: x.tag, val }
+                (Dyn { tag: x.tag, val }, x.original)
             })
             .collect();
+        self.place_dynamic(out, strings.new_size, at, relocate)
+    }
+
+    /// The dynamic array as it was, its pointers following what moved: what a growing edit
+    /// switches to first, before the new strings exist (`appended/tail.rs`). The string table
+    /// stays where it is, with its old size.
+    pub(super) fn interim_dynamic(
+        &self,
+        at: &TableAddresses,
+        relocate: &dyn Fn(u64) -> u64,
+    ) -> Vec<Dyn> {
+        let Some(dynamic) = &self.elf.dynamic else {
+            return Vec::new();
+        };
+        let strsz = strtab_or_empty(self.elf).bytes.len() as u64;
+        let old: Vec<(Dyn, Option<usize>)> = dynamic
+            .entries()
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (*x, Some(i)))
+            .collect();
+        self.place_dynamic(old, strsz, at, relocate)
+    }
+
+    /// Entries (each with its index in the original array) placed at `at.dynamic`: table
+    /// pointers set from `at`, addresses that moved with a block relocated, `DT_STRSZ` set to
+    /// `strsz`, and `DT_MIPS_RLD_MAP_REL` kept pointing at its target.
+    fn place_dynamic(
+        &self,
+        entries: Vec<(Dyn, Option<usize>)>,
+        strsz: u64,
+        at: &TableAddresses,
+        relocate: &dyn Fn(u64) -> u64,
+    ) -> Vec<Dyn> {
+        let format = self.format;
+        let mut out: Vec<Dyn> = entries.iter().map(|(x, _)| *x).collect();
         for x in out.iter_mut() {
             x.val = match x.tag as u32 {
                 elf::DT_STRTAB => at.strtab,
-                elf::DT_STRSZ => strings.new_size,
+                elf::DT_STRSZ => strsz,
                 elf::DT_VERNEED => at.verneed.unwrap_or_else(|| relocate(x.val)),
                 elf::DT_VERSYM => at.versym.unwrap_or_else(|| relocate(x.val)),
                 elf::DT_SYMTAB => at.dynsym.unwrap_or_else(|| relocate(x.val)),
                 elf::DT_HASH => at.hash.unwrap_or_else(|| relocate(x.val)),
                 elf::DT_GNU_HASH => at.gnu_hash.unwrap_or_else(|| relocate(x.val)),
-                _ if is_movable_pointer_tag(x.tag) => relocate(x.val),
+                _ if is_movable_pointer_tag(x.tag) || is_relocation_tag(x.tag) => relocate(x.val),
                 _ => x.val,
             };
         }
         if let Some(dynamic) = &self.elf.dynamic {
             // Relative to its own slot: keep the target where it was.
-            for (i, x) in entries.iter().enumerate() {
+            for (i, (x, original)) in entries.iter().enumerate() {
                 let rld_map_rel = x.tag == u64::from(elf::DT_MIPS_RLD_MAP_REL);
-                if let (true, Some(original)) = (rld_map_rel, x.original) {
+                if let (true, Some(original)) = (rld_map_rel, original) {
                     let old_slot = dynamic.vaddr + (original * format.dyn_size()) as u64;
                     let new_slot = at.dynamic + (i * format.dyn_size()) as u64;
                     out[i].val = out[i].val.wrapping_add(old_slot).wrapping_sub(new_slot)

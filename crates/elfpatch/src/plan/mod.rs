@@ -3,13 +3,30 @@
 //! This module does no I/O. [`plan`] returns a [`Plan`]: an ordered list of writes in three
 //! phases. *Stage* writes go where nothing points yet (past the end of the file, or unreferenced
 //! bytes); the *commit* writes switch the headers over to them (one write of the ELF header and
-//! program header table whenever the layout changes); *cleanup* writes zero what is no longer
-//! referenced and bring the section headers and symbols along. Interrupted after any write, the file
-//! is either the old file (possibly with unreferenced bytes past its end) or the new one.
+//! program header table whenever the layout changes; a string table that grows where it is takes
+//! up to three more, each leaving the old file or the new one, see `appended/tail.rs`); *cleanup*
+//! writes zero what is no longer referenced and bring the section headers and symbols along.
+//! Interrupted after any write, the file is either the old file (possibly with unreferenced bytes
+//! past its end) or the new one.
 //!
 //! How the new bytes are placed:
-//! - strings go over unreferenced bytes of the string table when they fit (see [`strings`]),
-//!   otherwise the table grows into a copy;
+//! - strings go over unreferenced bytes of the string table when they fit (see [`strings`]);
+//! - otherwise the table grows where it is, over room after it (`appended/tail.rs`): bytes
+//!   nothing describes, the read-only tables that follow it (version, hash and relocation tables,
+//!   moved whole as one block into the rest of the segment's last page, else into the appended
+//!   segment), a dynamic array or section header table in the way (moved), and the segment's
+//!   page tail, or any length past the end of a segment that ends the file and the address space
+//!   (one an earlier edit appended, ours or patchelf's). What the edit adds then scales with the
+//!   strings and the small tables it moves, never with the string table; repeated edits find the
+//!   room the previous one left (moved tables go as high as they fit);
+//! - **the fallback, a grown copy of the whole table in the appended segment**, is taken when
+//!   that is not possible: code, data or a table the planner cannot move right after the table
+//!   with too little room before it (lld and mold put `.rodata` or `.eh_frame` right after the
+//!   relocation tables), no usable section headers (nothing tells padding from data), a table
+//!   that runs past its segment's `p_filesz`, a program header block that takes in the table,
+//!   or an edit that must switch other things in the same write as the strings (the
+//!   interpreter, the resolution-cache note, renamed symbols, added program headers), or a new
+//!   string placed over bytes in use before the edit;
 //! - the dynamic array is rewritten in place when its entries fit, otherwise it moves;
 //! - moved things go to the end of the file and of the address space: into the segment a previous
 //!   edit appended when there is one (it is extended), else into a new `PT_LOAD`. A new `PT_LOAD`
@@ -208,6 +225,12 @@ pub enum Layout {
         /// Whether the program header table moved to the new segment.
         moved_phdrs: bool,
         /// Names (or kinds) of what moved into the appended segment.
+        moved: Vec<String>,
+    },
+    /// The string table grew where it is, over room made by moving what followed it into the
+    /// rest of its segment's last page; no segment was added or appended to.
+    Grown {
+        /// Names (or kinds) of what moved out of the string table's way.
         moved: Vec<String>,
     },
 }

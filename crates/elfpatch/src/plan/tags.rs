@@ -10,6 +10,9 @@ pub(super) const DT_RELR: u32 = 0x24;
 /// `DT_RELRSZ`, see [`DT_RELR`].
 pub(super) const DT_RELRSZ: u32 = 0x23;
 
+/// `SHT_RELR` (the section of `DT_RELR`): not among `object` 0.37's constants.
+pub(super) const SHT_RELR: u32 = 19;
+
 /// Dynamic tags that name one table each (or its size): they must not appear with two values.
 pub(super) const UNIQUE_TAGS: [u32; 13] = [
     elf::DT_STRTAB,
@@ -39,6 +42,16 @@ pub(super) fn is_movable_pointer_tag(tag: u64) -> bool {
     ]
     .iter()
     .any(|&t| u64::from(t) == tag)
+}
+
+/// Dynamic tags that point at relocation tables. The loader reads those tables through these tags
+/// alone, so a table can move when its tag follows; the planner moves them only out of the string
+/// table's way (a range of the tables after it, moved whole: a `DT_RELA` range that takes in
+/// `DT_JMPREL`'s keeps doing so). Elsewhere they stay fixed.
+pub(super) fn is_relocation_tag(tag: u64) -> bool {
+    [elf::DT_RELA, elf::DT_REL, elf::DT_JMPREL, DT_RELR]
+        .iter()
+        .any(|&t| u64::from(t) == tag)
 }
 
 /// Address tags whose target the planner cannot update: anything they point into stays where it

@@ -33,10 +33,10 @@ impl Builder<'_, '_> {
             &mut phdrs,
             note.map(|i| (i.offset, i.vaddr, i.size)),
         );
-        if let Some(moved) = segment.moved {
+        for moved in &segment.moved {
             for p in phdrs.iter_mut() {
                 let inside = p.p_filesz > 0
-                    && segment.in_block(p.p_offset)
+                    && p.p_offset >= moved.block.start
                     && p.offset_end() <= moved.block.end;
                 if p.p_type != elf::PT_LOAD && p.p_type != elf::PT_PHDR && inside {
                     p.p_offset = segment.translate(p.p_offset);
@@ -79,11 +79,20 @@ impl Builder<'_, '_> {
             // would read that data as section headers. The file has none.
             (header.e_shoff, header.e_shnum, header.e_shstrndx) = (0, 0, 0);
         }
+        // The load whose string table grows where it is maps the strings, and the tables that
+        // moved into its page's tail (`tail.rs`). Before any entry is inserted or removed.
+        if let Some(t) = segment.tail {
+            let p = &mut phdrs[t.load];
+            let end = t.load_end(p.offset_end());
+            p.p_filesz = end - p.p_offset;
+            p.p_memsz = p.p_filesz;
+        }
         let placed = segment.placed;
         match segment.site.mode {
+            Mode::None => {}
             Mode::Extend(i) => {
                 let p = &mut phdrs[i];
-                p.p_filesz = placed.end_offset - p.p_offset;
+                p.p_filesz = (placed.end_offset - p.p_offset).max(p.p_filesz);
                 p.p_memsz = p.p_filesz;
                 if writable {
                     p.p_flags |= elf::PF_W;

@@ -21,10 +21,12 @@ mod headers;
 mod room;
 mod section_table;
 mod site;
+mod tail;
 
 use room::Block;
 pub(super) use room::Room;
-use site::{Item, ItemKind, Mode, Placed, Site};
+use site::{Item, ItemKind, Mode, Placed, SegmentBase, Site};
+pub(super) use tail::TailRoom;
 
 use object::elf;
 
@@ -61,24 +63,28 @@ struct Selection {
     symbols: Option<SymbolTables>,
 }
 
-/// A contiguous range moved, unchanged, from after the program headers to the new segment.
+/// A contiguous range moved, unchanged: from after the program headers to the new segment, or
+/// from after the string table out of its way (`tail.rs`).
 #[derive(Clone, Copy)]
 struct BlockMove {
     block: Block,
     old_vaddr: u64,
     new_offset: u64,
     new_vaddr: u64,
+    /// What it is, for the writes.
+    what: &'static str,
 }
 
 /// The appended segment once laid out: what the later phases share.
 struct AppendedSegment {
     site: Site,
-    /// The block moved out of the program header table's way, if room is made that way.
-    block: Option<Block>,
+    /// How the string table grows where it is, when it does.
+    tail: Option<TailRoom>,
     selection: Selection,
     items: Vec<Item>,
     placed: Placed,
-    moved: Option<BlockMove>,
+    /// The blocks that moved, with where they went.
+    moved: Vec<BlockMove>,
 }
 
 impl AppendedSegment {
@@ -91,31 +97,39 @@ impl AppendedSegment {
         matches!(self.site.mode, Mode::New(Room::MoveTable))
     }
 
-    /// Whether file offset `offset` lies in the moved block.
-    fn in_block(&self, offset: u64) -> bool {
-        self.moved.is_some_and(|m| {
-            let block = m.block;
-            offset >= block.start && offset < block.end
-        })
+    /// The moved block holding file offset `offset`.
+    fn move_of(&self, offset: u64) -> Option<&BlockMove> {
+        self.moved
+            .iter()
+            .find(|m| offset >= m.block.start && offset < m.block.end)
     }
 
-    /// Where the byte at file offset `offset` is once the block moved.
+    /// Whether file offset `offset` lies in a moved block.
+    fn in_block(&self, offset: u64) -> bool {
+        self.move_of(offset).is_some()
+    }
+
+    /// Where the byte at file offset `offset` is once the blocks moved.
     fn translate(&self, offset: u64) -> u64 {
-        match self.moved {
-            Some(m) if self.in_block(offset) => offset - m.block.start + m.new_offset,
-            _ => offset,
+        match self.move_of(offset) {
+            Some(m) => offset - m.block.start + m.new_offset,
+            None => offset,
         }
     }
 
-    /// Where address `vaddr` is once the block moved.
+    /// Where address `vaddr` is once the blocks moved.
     fn relocate(&self, vaddr: u64) -> u64 {
-        match self.moved {
-            Some(m)
-                if vaddr >= m.old_vaddr && vaddr < m.old_vaddr + (m.block.end - m.block.start) =>
-            {
-                vaddr - m.old_vaddr + m.new_vaddr
-            }
-            _ => vaddr,
+        self.moved
+            .iter()
+            .find(|m| vaddr >= m.old_vaddr && vaddr < m.old_vaddr + (m.block.end - m.block.start))
+            .map_or(vaddr, |m| vaddr - m.old_vaddr + m.new_vaddr)
+    }
+
+    /// Where the dynamic array is after the edit: its item in the segment, or where it was.
+    fn dynamic_at(&self, elf: &crate::Elf) -> Option<(u64, u64)> {
+        match self.item(ItemKind::Dynamic) {
+            Some(item) => Some((item.offset, item.vaddr)),
+            None => elf.dynamic.as_ref().map(|d| (d.offset, d.vaddr)),
         }
     }
 }
@@ -137,13 +151,21 @@ impl Builder<'_, '_> {
     ) -> Result<Plan> {
         let elf = self.planner.elf;
         self.planner.check_note_containers(&self.note, true)?;
-        let segment = self.lay_out(&strings, &versions, entries_changed)?;
+        let tail = self.tail(&strings);
+        let segment = self.lay_out(&strings, &versions, entries_changed, tail)?;
         let addresses = self.table_addresses(&segment);
         let final_dynamic =
             self.final_dynamic(&strings, &addresses, &|vaddr| segment.relocate(vaddr));
-        self.stage(&segment, &strings, &versions, &final_dynamic);
+        // A growing string table whose room is in use switches to a dynamic array that still
+        // names the old strings first (`tail.rs`).
+        let interim = segment
+            .tail
+            .filter(TailRoom::strings_after_switch)
+            .map(|_| self.interim_dynamic(&segment));
+        let staged_dynamic = interim.as_deref().unwrap_or(&final_dynamic);
+        self.stage(&segment, &strings, &versions, staged_dynamic);
         let NewHeaders { header, mut phdrs } = self.program_headers(&segment)?;
-        let sections = self.move_sections(&segment, &versions);
+        let sections = self.move_sections(&segment, &versions, &strings);
         if let (Some(dynamic), Some(item)) = (&elf.dynamic, segment.item(ItemKind::Dynamic)) {
             read_only_if_emptied(
                 elf,
@@ -163,7 +185,10 @@ impl Builder<'_, '_> {
             );
         }
         let mut headers = NewHeaders { header, phdrs };
-        let mut end = segment.placed.end_offset.max(elf.file_len);
+        let tail_end = segment
+            .tail
+            .map_or(0, |t| t.load_end(elf.phdrs[t.load].offset_end()));
+        let mut end = segment.placed.end_offset.max(elf.file_len).max(tail_end);
         let note = segment.item(ItemKind::Note);
         let added = note.and_then(|item| {
             self.add_note_section(
@@ -174,12 +199,18 @@ impl Builder<'_, '_> {
             )
         });
         // A table that ended the file still does (`section_table.rs`); one with a new section
-        // moved already.
+        // moved already. Without a new segment it stays, unless the strings need its bytes.
+        let restage = match segment.site.mode {
+            Mode::None => segment.tail.is_some_and(|t| t.section_table_in_way),
+            _ => self.section_table_follows(),
+        };
         let table_end = added.or_else(|| {
-            self.section_table_follows()
-                .then(|| self.stage_section_table(&sections.shdrs, &mut headers.header, end))
+            restage.then(|| self.stage_section_table(&sections.shdrs, &mut headers.header, end))
         });
         self.commit(&segment, &headers);
+        if let Some(tail) = segment.tail {
+            self.grow_commit(&segment, tail, &strings, interim.as_deref(), &final_dynamic);
+        }
         // Once the section header table moved, its old copy is not written to.
         let original: Vec<Shdr>;
         let cleanup_shdrs = match table_end {
@@ -192,10 +223,15 @@ impl Builder<'_, '_> {
         self.cleanup(&segment, &strings, &headers, cleanup_shdrs);
         end = end.max(table_end.unwrap_or(0));
         let fixups = self.symbol_fixups(&sections.shdrs, sections.moves);
-        let layout = Layout::Appended {
-            extended: matches!(segment.site.mode, Mode::Extend(_)),
-            moved_phdrs: segment.table_moved(),
-            moved: sections.names,
+        let layout = match segment.site.mode {
+            Mode::None => Layout::Grown {
+                moved: sections.names,
+            },
+            mode => Layout::Appended {
+                extended: matches!(mode, Mode::Extend(_)),
+                moved_phdrs: segment.table_moved(),
+                moved: sections.names,
+            },
         };
         self.finish(layout, end, fixups)
     }
@@ -206,29 +242,71 @@ impl Builder<'_, '_> {
         strings: &NewStrings,
         versions: &NewVersions,
         entries_changed: bool,
+        tail: Option<TailRoom>,
     ) -> Result<AppendedSegment> {
         let elf = self.planner.elf;
-        let site = self
-            .planner
-            .choose_site(&self.table, self.note_extra_phdrs())?;
+        let strtab_offset = elf.strtab.as_ref().map_or(0, |s| s.offset);
+        let site = match tail {
+            Some(t) if !self.tail_needs_segment(t, versions, entries_changed) => Site {
+                mode: Mode::None,
+                base: SegmentBase {
+                    offset: 0,
+                    vaddr: 0,
+                    align: 1,
+                },
+            },
+            _ => {
+                let floor = tail.map(|t| {
+                    let p = &elf.phdrs[t.load];
+                    let end = t.load_end(p.offset_end());
+                    (end, p.p_vaddr + (end - p.p_offset))
+                });
+                self.planner
+                    .choose_site_above(&self.table, self.note_extra_phdrs(), floor)?
+            }
+        };
         let block = match site.mode {
             Mode::New(Room::Block(block)) => Some(block),
             _ => None,
         };
-        let selection = self.select(block, strings, versions, entries_changed)?;
-        let mut items = self.items(site.mode, block, &selection, strings, versions);
+        // Room made after the program headers by moving the string table (or tables after it)
+        // leaves nothing to grow in place: the table is copied.
+        let tail = tail.filter(|t| {
+            block.is_none_or(|b| b.end <= strtab_offset || b.start >= t.load_end(t.start))
+        });
+        let selection = self.select(block, tail, strings, versions, entries_changed)?;
+        let mut items = self.items(site.mode, block, tail, &selection, strings, versions);
         let placed = self.planner.place(site.base, &mut items)?;
-        let moved = block
+        let mut moved: Vec<BlockMove> = block
             .zip(items.iter().find(|i| i.kind == ItemKind::Block))
             .map(|(block, item)| BlockMove {
                 block,
                 old_vaddr: elf.offset_to_vaddr(block.start, 1).unwrap_or(0),
                 new_offset: item.offset,
                 new_vaddr: item.vaddr,
+                what: "the sections after the program headers",
+            })
+            .into_iter()
+            .collect();
+        if let Some((t, block)) = tail.and_then(|t| t.block.map(|b| (t, b))) {
+            let p = &elf.phdrs[t.load];
+            let (new_offset, new_vaddr) =
+                match (t.home, items.iter().find(|i| i.kind == ItemKind::TailBlock)) {
+                    (Some(home), _) => (home, p.p_vaddr + (home - p.p_offset)),
+                    (None, Some(item)) => (item.offset, item.vaddr),
+                    (None, None) => unreachable!("a tail block without a home is an item"),
+                };
+            moved.push(BlockMove {
+                block,
+                old_vaddr: p.p_vaddr + (block.start - p.p_offset),
+                new_offset,
+                new_vaddr,
+                what: "the tables after the string table",
             });
+        }
         Ok(AppendedSegment {
             site,
-            block,
+            tail,
             selection,
             items,
             placed,
@@ -236,10 +314,55 @@ impl Builder<'_, '_> {
         })
     }
 
+    /// How the string table grows where it is, when it grows and can (`tail.rs`). Edits that
+    /// switch other things with the strings (the interpreter, the note, renamed symbols, added
+    /// program headers) need the one-write switch of the copy: they copy the table. So do
+    /// strings that go over bytes in use before the edit, which switch on their own.
+    fn tail(&self, strings: &NewStrings) -> Option<TailRoom> {
+        let grows_alone = strings.alloc.grows()
+            && !strings.live_writes
+            && self.interp.is_none()
+            && self.note == NoteChange::Keep
+            && self.symbols.renames.is_empty()
+            && self.table.added.is_empty();
+        grows_alone
+            .then(|| self.planner.tail_room(strings.alloc.appended.len() as u64))
+            .flatten()
+    }
+
+    /// Whether growing the string table where it is still needs the appended segment: for the
+    /// tables in its way that do not fit in their load's tail, for a dynamic array in the way or
+    /// too full for the entries, for rewritten version tables.
+    fn tail_needs_segment(
+        &self,
+        tail: TailRoom,
+        versions: &NewVersions,
+        entries_changed: bool,
+    ) -> bool {
+        let tables = self.planner.tables;
+        (tail.block.is_some() && tail.home.is_none())
+            || tail.dynamic_in_way
+            || (entries_changed && !self.dynamic_fits())
+            || (versions.verneed.is_some() && tables.verneed.is_some())
+            || (versions.versym.is_some() && tables.versym.is_some())
+    }
+
+    /// Whether the new entries fit in the dynamic array's slots, a `DT_NULL` included.
+    fn dynamic_fits(&self) -> bool {
+        let capacity = self
+            .planner
+            .elf
+            .dynamic
+            .as_ref()
+            .map_or(0, |d| d.capacity());
+        self.entries.len() < capacity
+    }
+
     /// What moves into the segment.
     fn select(
         &self,
         block: Option<Block>,
+        tail: Option<TailRoom>,
         strings: &NewStrings,
         versions: &NewVersions,
         entries_changed: bool,
@@ -247,19 +370,33 @@ impl Builder<'_, '_> {
         let elf = self.planner.elf;
         let tables = self.planner.tables;
         let verneed_region = tables.verneed.as_ref().map(|(r, _)| *r);
-        let copy_strtab = elf.strtab.is_some() && (strings.alloc.grows() || strings.live_writes);
+        let copy_strtab = tail.is_none()
+            && elf.strtab.is_some()
+            && (strings.alloc.grows() || strings.live_writes);
         let verneed = versions.verneed.is_some() && verneed_region.is_some();
         let versym = versions.versym.is_some() && tables.versym.is_some();
         let block_moves_tables =
             block.is_some_and(|b| self.planner.dynamic_refs_in(b.start, b.end));
         let symbols = self.symbol_tables(strings)?;
+        // Growing in place, the array is written in place when it can be: the switch takes
+        // several writes anyway (`tail.rs`). It moves when it is in the strings' way, too full,
+        // or must switch with the program headers (tables it names moved out of their way).
         let dynamic = elf.dynamic.is_some()
-            && (entries_changed
-                || copy_strtab
-                || verneed
-                || versym
-                || block_moves_tables
-                || symbols.is_some());
+            && match tail {
+                Some(t) => {
+                    t.dynamic_in_way
+                        || (entries_changed && !self.dynamic_fits())
+                        || block_moves_tables
+                }
+                None => {
+                    entries_changed
+                        || copy_strtab
+                        || verneed
+                        || versym
+                        || block_moves_tables
+                        || symbols.is_some()
+                }
+            };
         if dynamic {
             self.planner.check_dynamic_editable()?;
         }
@@ -286,6 +423,7 @@ impl Builder<'_, '_> {
         &self,
         mode: Mode,
         block: Option<Block>,
+        tail: Option<TailRoom>,
         selection: &Selection,
         strings: &NewStrings,
         versions: &NewVersions,
@@ -304,6 +442,14 @@ impl Builder<'_, '_> {
             let mut item = Item::new(ItemKind::Block, block.end - block.start, block.align);
             item.congruent_to = elf.offset_to_vaddr(block.start, 1);
             items.push(item);
+        }
+        if let Some((t, block)) = tail.and_then(|t| t.block.map(|b| (t, b))) {
+            if t.home.is_none() {
+                let p = &elf.phdrs[t.load];
+                let mut item = Item::new(ItemKind::TailBlock, block.end - block.start, block.align);
+                item.congruent_to = Some(p.p_vaddr + (block.start - p.p_offset));
+                items.push(item);
+            }
         }
         if selection.copy_strtab {
             items.push(Item::new(ItemKind::StrTab, strings.new_size, 1));
@@ -364,6 +510,23 @@ impl Builder<'_, '_> {
         }
     }
 
+    /// The dynamic array a growing edit switches to first: the old entries, pointing at what
+    /// moved, at the array's place after the edit (`tail.rs`).
+    fn interim_dynamic(&self, segment: &AppendedSegment) -> Vec<Dyn> {
+        let elf = self.planner.elf;
+        let at = TableAddresses {
+            strtab: strtab_or_empty(elf).vaddr,
+            dynsym: None,
+            hash: None,
+            gnu_hash: None,
+            verneed: None,
+            versym: None,
+            dynamic: segment.dynamic_at(elf).map_or(0, |(_, vaddr)| vaddr),
+        };
+        self.planner
+            .interim_dynamic(&at, &|vaddr| segment.relocate(vaddr))
+    }
+
     /// Phase 2: the segment's bytes, where nothing points yet.
     fn stage(
         &mut self,
@@ -376,13 +539,14 @@ impl Builder<'_, '_> {
         let format = self.planner.format;
         let strtab = strtab_or_empty(elf);
         let selection = &segment.selection;
-        if let (Some(block), Some(item)) = (segment.block, segment.item(ItemKind::Block)) {
+        for m in &segment.moved {
+            let block = m.block;
             self.push(
-                item.offset,
+                m.new_offset,
                 Data::Copy(block.start),
                 block.end - block.start,
                 Phase::Stage,
-                "copy of the sections after the program headers",
+                &format!("copy of {}", m.what),
             );
             // Bytes of the block that nothing describes (padding, or what an earlier editor left
             // there: patchelf leaves old string tables behind) do not travel: nothing can refer
@@ -390,34 +554,40 @@ impl Builder<'_, '_> {
             let described = self.planner.described(block.start, block.end);
             for (lo, hi) in strings::subtract(&[(block.start, block.end)], &described) {
                 self.push(
-                    item.offset + (lo - block.start),
+                    m.new_offset + (lo - block.start),
                     Data::Zero,
                     hi - lo,
                     Phase::Stage,
                     "undescribed bytes in the moved block",
                 );
             }
-            // Stale copies of what moves again on its own: old strings must not linger.
-            if selection.copy_strtab && segment.in_block(strtab.offset) {
+        }
+        // Stale copies of what moves again on its own: old strings must not linger.
+        if selection.copy_strtab && segment.in_block(strtab.offset) {
+            self.push(
+                segment.translate(strtab.offset),
+                Data::Zero,
+                strtab.bytes.len() as u64,
+                Phase::Stage,
+                "stale string table in the moved block",
+            );
+        }
+        if let (true, Some(interp)) = (selection.interp, elf.interp.as_ref()) {
+            if segment.in_block(interp.offset) {
                 self.push(
-                    segment.translate(strtab.offset),
+                    segment.translate(interp.offset),
                     Data::Zero,
-                    strtab.bytes.len() as u64,
+                    interp.capacity,
                     Phase::Stage,
-                    "stale string table in the moved block",
+                    "stale interpreter in the moved block",
                 );
             }
-            if let (true, Some(interp)) = (selection.interp, elf.interp.as_ref()) {
-                if segment.in_block(interp.offset) {
-                    self.push(
-                        segment.translate(interp.offset),
-                        Data::Zero,
-                        interp.capacity,
-                        Phase::Stage,
-                        "stale interpreter in the moved block",
-                    );
-                }
-            }
+        }
+        // New strings in room nothing used before the edit go in now; in room something used,
+        // after the switch (`grow_commit`).
+        if let Some(t) = segment.tail.filter(|t| !t.strings_after_switch()) {
+            let bytes = strings.alloc.appended.clone();
+            self.push_bytes(t.start, bytes, Phase::Stage, "new strings");
         }
         if !selection.copy_strtab && elf.strtab.is_some() {
             // Only unreferenced bytes get strings (no live writes, or the table would be copied).
@@ -504,13 +674,18 @@ impl Builder<'_, '_> {
     }
 
     /// Phase 4: sections follow their contents; symbols defined in them follow the sections.
-    fn move_sections(&self, segment: &AppendedSegment, versions: &NewVersions) -> SectionMoves {
+    fn move_sections(
+        &self,
+        segment: &AppendedSegment,
+        versions: &NewVersions,
+        strings: &NewStrings,
+    ) -> SectionMoves {
         let elf = self.planner.elf;
         let tables = self.planner.tables;
         let mut shdrs: Vec<Shdr> = elf.sections.iter().map(|x| x.shdr).collect();
         let mut moves: Vec<SectionMove> = Vec::new();
         let mut names: Vec<String> = Vec::new();
-        if let Some(moved) = segment.moved {
+        for moved in &segment.moved {
             let block = moved.block;
             for section in elf.sections.iter() {
                 let sh = section.shdr;
@@ -521,7 +696,8 @@ impl Builder<'_, '_> {
                     sh.sh_size == 0 && sh.sh_type != elf::SHT_NOBITS && sh.sh_type != elf::SHT_NULL;
                 if sh.is_alloc()
                     && (sh.has_file_bytes() || empty)
-                    && segment.in_block(sh.sh_offset)
+                    && sh.sh_offset >= block.start
+                    && sh.sh_offset < block.end
                     && sh.sh_offset + sh.sh_size <= block.end
                 {
                     self.note_move(
@@ -541,6 +717,11 @@ impl Builder<'_, '_> {
                     block.end - block.start
                 ));
             }
+        }
+        // The string table that grew where it is keeps its place and takes its new size.
+        if let (Some(_), Some(index)) = (segment.tail, elf.strtab.as_ref().and_then(|s| s.section))
+        {
+            shdrs[index].sh_size = strings.new_size;
         }
         // What moved on its own, and its section when it has one.
         let verneed_region = tables.verneed.as_ref().map(|(r, _)| *r);
@@ -637,7 +818,16 @@ impl Builder<'_, '_> {
             bytes.extend_from_slice(&phdr_bytes);
             self.push_bytes(0, bytes, Phase::Commit, ELF_AND_PROGRAM_HEADERS);
         } else {
-            self.push_bytes(header.e_phoff, phdr_bytes, Phase::Commit, "program headers");
+            // Unchanged when nothing was added or extended (a string table grown in its own
+            // room, `tail.rs`).
+            let old_phdrs: Vec<u8> = elf
+                .phdrs
+                .iter()
+                .flat_map(|p| format.encode_phdr(p))
+                .collect();
+            if phdr_bytes != old_phdrs {
+                self.push_bytes(header.e_phoff, phdr_bytes, Phase::Commit, "program headers");
+            }
             if *header != elf.header {
                 self.push_bytes(0, header_bytes, Phase::Commit, ELF_HEADER);
             }
@@ -657,8 +847,12 @@ impl Builder<'_, '_> {
         let strtab = strtab_or_empty(elf);
         self.section_header_writes(shdrs);
         let mut dead: Vec<Range> = Vec::new();
-        if let Some(block) = segment.block {
-            dead.push((block.start, block.end));
+        let mut live: Vec<Range> = Vec::new();
+        for m in &segment.moved {
+            dead.push((m.block.start, m.block.end));
+        }
+        if let Some(t) = segment.tail {
+            live.push((t.start, t.strings_end()));
         }
         if segment.selection.copy_strtab {
             dead.push((strtab.offset, strtab.offset + strtab.bytes.len() as u64));
@@ -680,7 +874,6 @@ impl Builder<'_, '_> {
         ) {
             dead.push((n.offset, n.offset + n.size));
         }
-        let mut live: Vec<Range> = Vec::new();
         let header = &headers.header;
         if !segment.table_moved() && header.e_phnum != elf.header.e_phnum {
             let table_len = (headers.phdrs.len() * format.phdr_size()) as u64;

@@ -11,7 +11,9 @@ use object::elf;
 use crate::error::{Error, Result};
 use crate::plan::header::NewTable;
 use crate::plan::strings::{self, Range};
-use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type, DT_RELR, DT_RELRSZ};
+use crate::plan::tags::{
+    is_fixed_address_tag, is_read_only_table_type, is_relocation_tag, DT_RELR, DT_RELRSZ, SHT_RELR,
+};
 use crate::plan::Planner;
 
 /// How to make room for one more program header.
@@ -40,11 +42,16 @@ pub(in crate::plan) struct Block {
 /// array points to, or a byte an address points at.
 #[derive(Clone, Debug)]
 pub(in crate::plan) struct Occupant {
-    start: u64,
-    end: u64,
+    pub(in crate::plan) start: u64,
+    pub(in crate::plan) end: u64,
     /// Whether it may move with the block.
-    movable: bool,
-    align: u64,
+    pub(in crate::plan) movable: bool,
+    /// Whether it is a relocation table the dynamic array points to (`DT_RELA`, `DT_REL`,
+    /// `DT_JMPREL`, `DT_RELR`) or a section of one: the loader finds it only through those
+    /// tags, so it may move out of the string table's way (`tail.rs`), though never with the
+    /// block after the program headers.
+    pub(in crate::plan) relocations: bool,
+    pub(in crate::plan) align: u64,
 }
 
 impl Planner<'_> {
@@ -190,7 +197,7 @@ impl Planner<'_> {
 
     /// What occupies the file: sections when there are section headers, and every region the
     /// program headers, the dynamic array and the entry point describe.
-    fn occupants(&self) -> Vec<Occupant> {
+    pub(in crate::plan) fn occupants(&self) -> Vec<Occupant> {
         let mut out = self.segment_occupants();
         if !self.elf.sections.is_empty() {
             out.extend(self.section_occupants());
@@ -213,6 +220,7 @@ impl Planner<'_> {
                 start: p.p_offset,
                 end: p.offset_end(),
                 movable: movable_type(p.p_type),
+                relocations: false,
                 // A segment other than PT_LOAD only constrains where its bytes may go when its
                 // alignment is a real one; a garbage p_align (0x3ff) must not set the block's.
                 align: if p.p_align.is_power_of_two() {
@@ -244,10 +252,15 @@ impl Planner<'_> {
                 && sh.is_alloc()
                 && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
                 && (is_read_only_table_type(sh.sh_type) || known_table);
+            let relocation_type = matches!(sh.sh_type, elf::SHT_RELA | elf::SHT_REL | SHT_RELR);
             out.push(Occupant {
                 start: sh.sh_offset,
                 end: sh.sh_offset.saturating_add(sh.sh_size),
                 movable,
+                relocations: sane_align
+                    && relocation_type
+                    && sh.is_alloc()
+                    && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0,
                 align: sh.sh_addralign.max(1),
             });
         }
@@ -257,6 +270,7 @@ impl Planner<'_> {
                 start: elf.header.e_shoff,
                 end: elf.header.e_shoff.saturating_add(size),
                 movable: false,
+                relocations: false,
                 align: 1,
             });
         }
@@ -272,6 +286,7 @@ impl Planner<'_> {
             start,
             end,
             movable: false,
+            relocations: false,
             align: 1,
         };
         let mut out: Vec<Occupant> = self
@@ -281,6 +296,7 @@ impl Planner<'_> {
                 start: r.offset,
                 end: r.end(),
                 movable: true,
+                relocations: false,
                 align: word,
             })
             .collect();
@@ -299,14 +315,18 @@ impl Planner<'_> {
                 if let (Some(vaddr), Some(size)) = (dynamic.get(address_tag), dynamic.get(size_tag))
                 {
                     if let Some(offset) = elf.vaddr_to_offset(vaddr, size) {
-                        out.push(fixed(offset, offset.saturating_add(size.max(1))));
+                        let mut o = fixed(offset, offset.saturating_add(size.max(1)));
+                        o.relocations = is_relocation_tag(u64::from(address_tag));
+                        out.push(o);
                     }
                 }
             }
             for x in dynamic.entries() {
                 if is_fixed_address_tag(x.tag) {
                     if let Some(offset) = elf.vaddr_to_offset(x.val, 1) {
-                        out.push(fixed(offset, offset + 1));
+                        let mut o = fixed(offset, offset + 1);
+                        o.relocations = is_relocation_tag(x.tag);
+                        out.push(o);
                     }
                 }
             }

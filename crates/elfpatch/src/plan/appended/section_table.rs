@@ -65,6 +65,12 @@ mod tests {
         Edit::SetRunpath(vec![b'r'; len])
     }
 
+    fn interpreter(len: usize) -> Edit {
+        let mut path = vec![b'i'; len];
+        path[0] = b'/';
+        Edit::SetInterpreter(path)
+    }
+
     fn loads(elf: &Elf) -> usize {
         elf.phdrs
             .iter()
@@ -115,7 +121,9 @@ mod tests {
         for spec in specs() {
             let input = elfsynth::build(&spec);
             let before = Elf::parse(&input).unwrap();
-            let once = edited(&input, &[run_path(300)]);
+            // A longer interpreter moves into an appended segment (a string table that grows
+            // where it is adds none, `tail.rs`).
+            let once = edited(&input, &[interpreter(300)]);
             let after = Elf::parse(&once).unwrap();
             assert!(after.section_headers_end_file(), "{spec:?}");
             assert_eq!(
@@ -126,17 +134,17 @@ mod tests {
             assert!(after.header.e_shoff >= input.len() as u64, "{spec:?}");
             assert_eq!(loads(&after), loads(&before) + 1, "{spec:?}");
             // The section headers the edit updated are the ones in the new table.
-            let dynstr = after.section_by_name(b".dynstr").unwrap().shdr;
+            let interp = after.section_by_name(b".interp").unwrap().shdr;
             assert_eq!(
-                Some(dynstr.sh_addr),
-                after.dynamic.as_ref().and_then(|d| d.get(elf::DT_STRTAB)),
+                Some(interp.sh_offset),
+                after.interp.as_ref().map(|i| i.offset),
                 "{spec:?}"
             );
             // Again and again: the appended segment grows over the old table, no segment is
             // added, and each edit adds its copies and one table.
             let mut last = once;
             for round in 0..4 {
-                let next = edited(&last, &[run_path(400 + 100 * round)]);
+                let next = edited(&last, &[interpreter(400 + 100 * round)]);
                 let elf = Elf::parse(&next).unwrap();
                 assert!(elf.section_headers_end_file(), "{spec:?} round {round}");
                 assert_eq!(loads(&elf), loads(&after), "{spec:?} round {round}");
@@ -145,6 +153,11 @@ mod tests {
                 assert!(grown <= table + 2048, "{spec:?} round {round}: {grown}");
                 last = next;
             }
+            // A run path that grows where its string table is leaves the table where it is.
+            let grown = edited(&last, &[run_path(300)]);
+            let elf = Elf::parse(&grown).unwrap();
+            assert!(elf.section_headers_end_file(), "{spec:?}");
+            assert_eq!(loads(&elf), loads(&after), "{spec:?}");
         }
     }
 

@@ -27,6 +27,8 @@ pub(in crate::plan) struct Item {
 pub(in crate::plan) enum ItemKind {
     PhdrTable,
     Block,
+    /// The tables that moved out of the string table's way (`tail.rs`).
+    TailBlock,
     StrTab,
     Interp,
     Verneed,
@@ -59,6 +61,8 @@ pub(in crate::plan) enum Mode {
     Extend(usize),
     /// Add a `PT_LOAD`, making room in the program header table this way.
     New(Room),
+    /// No segment: what moves fits in the tails of the existing ones (`tail.rs`).
+    None,
 }
 
 /// Where the appended segment starts.
@@ -158,12 +162,26 @@ impl Planner<'_> {
     /// Chooses the site of the appended segment, for the program header table `table` (entries
     /// it adds need room in the table, which extending the last segment does not make) and
     /// `extra` more program headers besides its own `PT_LOAD` (a new note's `PT_NOTE`).
+    #[cfg(test)]
     pub(in crate::plan) fn choose_site(&self, table: &NewTable, extra: usize) -> Result<Site> {
+        self.choose_site_above(table, extra, None)
+    }
+
+    /// [`Planner::choose_site`], the segment starting no lower than `floor` (a file offset and an
+    /// address: where a load the edit grows in place ends, `tail.rs`).
+    pub(in crate::plan) fn choose_site_above(
+        &self,
+        table: &NewTable,
+        extra: usize,
+        floor: Option<(u64, u64)>,
+    ) -> Result<Site> {
         let elf = self.elf;
+        let (floor_offset, floor_vaddr) = floor.unwrap_or((0, 0));
         let extendable = self
             .extendable_tail()
             .filter(|_| table.added.is_empty() && extra == 0);
         if let Some((index, offset)) = extendable {
+            let offset = offset.max(floor_offset);
             let last = &elf.phdrs[index];
             return Ok(Site {
                 mode: Mode::Extend(index),
@@ -191,9 +209,15 @@ impl Planner<'_> {
         }
         let room = self.find_room(table.taken_null, 1 + table.added.len() + extra)?;
         let align = self.placement_align();
-        let top = elf.loads().map(|p| p.vaddr_end()).max().unwrap_or(0);
+        let top = elf
+            .loads()
+            .map(|p| p.vaddr_end())
+            .max()
+            .unwrap_or(0)
+            .max(floor_vaddr);
         let no_room = || Error::refused("no address space left above the image for a new segment");
-        let mut offset = checked_align_up(elf.file_len, 16).ok_or_else(no_room)?;
+        let mut offset =
+            checked_align_up(elf.file_len.max(floor_offset), 16).ok_or_else(no_room)?;
         // Keep the new segment clear of the old image by a page, and by the largest dynamic
         // symbol: eu-elflint takes a relocation at r_offset against a symbol of size n to touch
         // [r_offset, r_offset + n], and calls a read-only segment in that range "modified".
@@ -272,7 +296,7 @@ impl Planner<'_> {
     pub(in crate::plan) fn new_phnum(&self, mode: Mode, added: usize) -> usize {
         let n = self.elf.phdrs.len() + added;
         match mode {
-            Mode::New(Room::NullSlot(_)) | Mode::Extend(_) => n,
+            Mode::New(Room::NullSlot(_)) | Mode::Extend(_) | Mode::None => n,
             Mode::New(_) => n + 1,
         }
     }
