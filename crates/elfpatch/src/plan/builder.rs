@@ -77,12 +77,22 @@ impl<'p, 'a> Builder<'p, 'a> {
             .map(|(_, v)| v.clone())
             .unwrap_or_default();
         let planner = self.planner;
-        let strings = planner.place_strings(
-            &self.entries,
-            &self.verneed_edits,
-            &records_before,
-            &self.symbols,
-        );
+        let place = |own_spots| {
+            planner.place_strings(
+                &self.entries,
+                &self.verneed_edits,
+                &records_before,
+                &self.symbols,
+                own_spots,
+            )
+        };
+        let mut strings = place(true);
+        if strings.alloc.grows() && strings.live_writes {
+            // A string over the one it replaces switches with its own write, not with the
+            // others: a table that grows where it is (`appended/tail.rs`) takes its new strings
+            // only where nothing was, so that they all switch together.
+            strings = place(false);
+        }
         let versions =
             planner.new_versions(&self.verneed_edits, records_before, &strings, &self.symbols);
         update_version_entries(&mut self.entries, &self.verneed_edits, &versions);

@@ -76,12 +76,15 @@ pub(super) fn strtab_or_empty(elf: &Elf) -> &StrTab {
 
 impl Planner<'_> {
     /// Places the new strings of `entries` and of the version need records `edits` renames.
+    /// With `own_spots`, a new string may go over the one it replaces (one write switches it);
+    /// without, only over bytes nothing used before.
     pub(super) fn place_strings(
         &self,
         entries: &[Entry],
         edits: &VerneedEdits,
         records: &[VerneedEntry],
         symbols: &SymbolEdits,
+        own_spots: bool,
     ) -> NewStrings {
         let elf = self.elf;
         let tables = self.tables;
@@ -92,7 +95,7 @@ impl Planner<'_> {
             }
             requests.push(Request {
                 bytes: bytes.to_vec(),
-                replaces,
+                replaces: replaces.filter(|_| own_spots),
             });
             requests.len() - 1
         };

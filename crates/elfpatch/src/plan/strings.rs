@@ -119,6 +119,29 @@ fn contains(cover: &[Range], start: u64, end: u64) -> bool {
     cover.get(first).is_some_and(|r| r.0 <= start && end <= r.1)
 }
 
+/// Where the string at `o` ends: past its NUL, or at the end of the table.
+fn nul_end(table: &[u8], o: u64) -> u64 {
+    table[o as usize..]
+        .iter()
+        .position(|&b| b == 0)
+        .map(|p| o + p as u64 + 1)
+        .unwrap_or(table.len() as u64)
+}
+
+/// How far a new string may reach when written over the one at `o` that it replaces: over that
+/// string's own bytes while nothing keeps them (`free`: unreferenced after the edit), then over
+/// bytes nothing referenced before either (`spare`). `o` itself when its spot is not free.
+fn own_spot_end(table: &[u8], free: &[Range], spare: &[Range], o: u64) -> u64 {
+    let Some(&(_, free_end)) = free.iter().find(|&&(s, e)| s <= o && o < e) else {
+        return o;
+    };
+    let mut end = nul_end(table, o).min(free_end);
+    while let Some(&(_, e)) = spare.iter().find(|&&(s, e)| s <= end && end < e) {
+        end = e;
+    }
+    end
+}
+
 /// Places `requests` in `table`.
 ///
 /// `before` are the offsets referenced before the edit, `after` those that stay referenced
@@ -158,23 +181,31 @@ pub fn allocate(
     }
 
     // Then: unreferenced bytes of the table, preferring the spot of the string being replaced.
+    // Bytes something referenced before the edit are written only at the spot of the string they
+    // held, from its start: that one write switches whoever names it from the old string to the
+    // new one. Anywhere else they would be overwritten while the old entries still name them (a
+    // new run path over the end of the old one, another entry not yet switched to its new
+    // offset): an interrupted edit would leave a string that is neither.
     let mut writes = Vec::new();
     let mut claimed: Vec<Range> = Vec::new();
     let mut appended = Vec::new();
     // Offset 0 is the empty string every table starts with; never hand it out.
-    let mut free = if exact {
-        subtract(&[(1.min(len), len)], &cov_after)
+    let (mut free, mut spare) = if exact {
+        let free = subtract(&[(1.min(len), len)], &cov_after);
+        let spare = subtract(&free, &cov_before);
+        (free, spare)
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     for &i in &pending {
         let request = &requests[i];
         let need = request.bytes.len() as u64 + 1;
         let at = request
             .replaces
-            .filter(|&o| free.iter().any(|&(s, e)| s <= o && o + need <= e))
+            .filter(|&o| own_spot_end(table, &free, &spare, o) >= o + need)
             .or_else(|| {
-                free.iter()
+                spare
+                    .iter()
                     .filter(|(s, e)| e - s >= need)
                     .min_by_key(|(s, e)| (e - s, *s))
                     .map(|&(s, _)| s)
@@ -185,11 +216,7 @@ pub fn allocate(
                 bytes.push(0);
                 // Over the string it replaces: zero its tail in the same write.
                 if request.replaces == Some(o) {
-                    let old_end = table[o as usize..]
-                        .iter()
-                        .position(|&b| b == 0)
-                        .map(|p| o + p as u64 + 1)
-                        .unwrap_or(len);
+                    let old_end = nul_end(table, o);
                     let free_end = free
                         .iter()
                         .find(|&&(s, e)| s <= o && o < e)
@@ -201,6 +228,7 @@ pub fn allocate(
                 let end = o + bytes.len() as u64;
                 claimed.push((o, end));
                 free = subtract(&free, &[(o, end)]);
+                spare = subtract(&spare, &[(o, end)]);
                 writes.push((o, bytes));
                 placements[i] = Placement::InPlace(o);
             }
@@ -291,6 +319,31 @@ mod tests {
         );
         assert!(a.grows());
         assert_eq!(&t[needed as usize..needed as usize + 10], b"libdep.so\0");
+    }
+
+    #[test]
+    fn a_new_string_goes_over_live_bytes_only_at_the_spot_of_the_one_it_replaces() {
+        // "dead" is garbage an earlier edit left; the run path after it is live until the edit
+        // switches to the new one.
+        let (t, o) = table(&["libc.so.6", "dead-garbage-bytes", "/old/run/path", "tail"]);
+        let before = [o[0], o[2], o[3]];
+        let after = [o[0], o[3]];
+        // Longer than the garbage, shorter than the garbage and the old run path together: not
+        // over the old run path's bytes from the garbage's start (they are in use until the
+        // switch), so appended.
+        let longer = "/a/new/run/path/longer";
+        let a = allocate(&t, &before, &after, &[req(longer, Some(o[2]))], true);
+        assert_eq!(a.placements, vec![Placement::Appended(t.len() as u64)]);
+        assert!(a.writes.is_empty());
+        // Into the garbage alone when it fits there.
+        let a = allocate(&t, &before, &after, &[req("/short", Some(o[2]))], true);
+        assert_eq!(a.placements, vec![Placement::InPlace(o[2])]);
+        let a = allocate(&t, &before, &after, &[req("/x/y/z/w/v/u", None)], true);
+        assert_eq!(a.placements, vec![Placement::InPlace(o[1])]);
+        // At the old string's own spot it may reach into garbage after it.
+        let (t, o) = table(&["libc.so.6", "/old/run/path", "dead-garbage-bytes"]);
+        let a = allocate(&t, &[o[0], o[1]], &[o[0]], &[req(longer, Some(o[1]))], true);
+        assert_eq!(a.placements, vec![Placement::InPlace(o[1])]);
     }
 
     #[test]

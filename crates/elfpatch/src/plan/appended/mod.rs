@@ -849,7 +849,16 @@ impl Builder<'_, '_> {
         let mut dead: Vec<Range> = Vec::new();
         let mut live: Vec<Range> = Vec::new();
         for m in &segment.moved {
-            dead.push((m.block.start, m.block.end));
+            let block = (m.block.start, m.block.end);
+            if segment.tail.is_some_and(|t| t.block == Some(m.block)) {
+                // The tables that moved out of the string table's way hold no strings, and the
+                // strings go over the first of them: only bytes nothing described (an earlier
+                // editor's leftovers) are zeroed, not megabytes of old hash tables.
+                let described = self.planner.described(block.0, block.1);
+                dead.extend(strings::subtract(&[block], &described));
+            } else {
+                dead.push(block);
+            }
         }
         if let Some(t) = segment.tail {
             live.push((t.start, t.strings_end()));

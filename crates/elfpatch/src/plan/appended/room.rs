@@ -16,6 +16,9 @@ use crate::plan::tags::{
 };
 use crate::plan::Planner;
 
+/// Above this size, a library moves its program header table rather than the block after it.
+const LARGE_BLOCK: u64 = 64 << 10;
+
 /// How to make room for one more program header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::plan) enum Room {
@@ -157,6 +160,14 @@ impl Planner<'_> {
                     return Ok(Room::MoveTable);
                 }
             }
+        }
+        // A library no kernel loads (no PT_INTERP: the kernel reads the program headers of a
+        // program and of its interpreter only; glibc's loader reads a library's wherever
+        // e_phoff says and uses PT_PHDR's copy in memory) moves its table rather than a large
+        // block: the table is a few hundred bytes, the hash and symbol tables that follow it
+        // megabytes in a library with many exports, copied and written at every such edit.
+        if elf.interp.is_none() && end - table_end > LARGE_BLOCK {
+            return Ok(Room::MoveTable);
         }
         Ok(Room::Block(Block {
             start: table_end,
@@ -454,6 +465,32 @@ mod tests {
                 );
             }
         });
+    }
+
+    #[test]
+    fn a_library_moves_its_table_rather_than_a_large_block() {
+        // .dynsym right after the table, 20,000 symbols: a 480 KB block.
+        let mut program = Spec {
+            first_after_phdrs: AfterPhdrs::Dynsym,
+            ..Spec::default()
+        };
+        program
+            .dynsyms
+            .extend((0..20_000).map(|i| format!("exported_symbol_{i}")));
+        let library = Spec {
+            interp: None,
+            soname: Some("libsynth.so.1".into()),
+            ..program.clone()
+        };
+        assert_eq!(room(&library), Room::MoveTable);
+        // A program keeps its table where the kernel reads it (pitfall 11): the block moves.
+        assert!(matches!(room(&program), Room::Block(b) if b.end - b.start > 64 << 10));
+        // A small block still moves in a library.
+        let small = Spec {
+            interp: None,
+            ..Spec::default()
+        };
+        assert!(matches!(room(&small), Room::Block(_)));
     }
 
     #[test]
