@@ -129,6 +129,11 @@ pub struct Elf {
     /// the table ends the file or the file has none): to tell whether the table ends the file
     /// ([`Elf::section_headers_end_file`]).
     pub shdr_trailer: Vec<u8>,
+    /// The bytes that follow the `PT_LOAD` ending last in the file, when fewer than
+    /// [`SHDR_TRAILER`] of them end the file (empty otherwise): patchelf ends the files it grows
+    /// with its segment and a stray byte or so, and zeros there carry nothing, so the segment
+    /// still ends the file for an edit that extends it (`plan/appended/site.rs`).
+    pub load_trailer: Vec<u8>,
     /// Damage found in the section headers and worked around (see [`Warning`]): for the caller
     /// to report.
     pub warnings: Vec<Warning>,
@@ -193,6 +198,7 @@ impl Elf {
             interp: None,
             phdr_tail: Vec::new(),
             shdr_trailer: Vec::new(),
+            load_trailer: Vec::new(),
             warnings,
             unread_dynamic_section: None,
         };
@@ -211,6 +217,11 @@ impl Elf {
         }
         if let Some(end) = elf.section_table_end() {
             elf.shdr_trailer = after(end, SHDR_TRAILER, "bytes after the section headers")?;
+        }
+        if let Some(end) = elf.loads().map(|p| p.offset_end()).max() {
+            if end < file_len && file_len - end < SHDR_TRAILER {
+                elf.load_trailer = after(end, SHDR_TRAILER, "bytes after the last segment")?;
+            }
         }
         elf.dynamic = read_dynamic(src, &elf)?;
         if elf.dynamic.is_some() {

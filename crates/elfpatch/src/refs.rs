@@ -341,14 +341,18 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             .ok_or_else(|| Error::malformed(self.d.offset, "symbol count overflows"))?;
         let region = self.region(elf::DT_SYMTAB, vaddr, size)?;
         let bytes = read_range(self.src, region.offset, size, "dynamic symbol table")?;
-        let syms: Vec<_> = bytes
-            .chunks_exact(f.sym_size())
-            .map(|c| f.decode_sym(c))
-            .collect();
+        // Names and sizes in one pass, no symbol kept: a library's table holds a hundred
+        // thousand of them, read at every edit.
+        let mut names = Vec::with_capacity(bytes.len() / f.sym_size());
+        let mut max_size = 0;
+        for sym in bytes.chunks_exact(f.sym_size()).map(|c| f.decode_sym(c)) {
+            names.push(sym.st_name);
+            max_size = max_size.max(sym.st_size);
+        }
         Ok(Some(SymTable {
             region,
-            names: syms.iter().map(|s| s.st_name).collect(),
-            max_size: syms.iter().map(|s| s.st_size).max().unwrap_or(0),
+            names,
+            max_size,
             section: section.map(|s| s.index),
             bytes,
         }))

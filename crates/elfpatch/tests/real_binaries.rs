@@ -988,3 +988,49 @@ fn sectionless_loads(p: &Path) -> Vec<String> {
         .map(|(h, _)| h.trim().to_string())
         .collect()
 }
+
+/// A library patchelf 0.19.3 grew has its `.dynstr` at the end of the segment patchelf appended
+/// (the section headers at that segment's start, a stray byte after it): a growing edit of ours
+/// grows `.dynstr` where it is, adding the strings and not a copy of the table, on every
+/// toolchain; the program still loads the library, and eu-elflint finds nothing new.
+#[test]
+fn a_string_table_patchelf_appended_grows_where_it_is() {
+    if !patchelf_0193() {
+        return;
+    }
+    for tc in toolchains() {
+        let b = build(&tc, &[]);
+        let lib = b.lib_dir.join("libdep.so");
+        let first = format!("/nix/store/{}-first/lib", "e".repeat(32));
+        run_ok(
+            Command::new("patchelf")
+                .args(["--set-rpath", &first])
+                .arg(&lib),
+        );
+        let before = fs::read(&lib).unwrap();
+        let dynstr = |bytes: &[u8]| {
+            let e = elfpatch::Elf::parse(bytes).unwrap();
+            let s = e.strtab.unwrap();
+            (s.offset, s.bytes.len())
+        };
+        let second = format!("{first}:/nix/store/{}-second/lib", "f".repeat(32));
+        let patched = b.fx.path("libdep-patchelf.so");
+        copy(&lib, &patched);
+        let out = elfpatch()
+            .args(["--debug", "--set-rpath", &second])
+            .arg(&lib)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {said}", tc.name);
+        let after = fs::read(&lib).unwrap();
+        let (was, now) = (dynstr(&before), dynstr(&after));
+        assert_eq!(was.0, now.0, "{}: .dynstr moved: {said}", tc.name);
+        assert!(now.1 > was.1, "{}: {said}", tc.name);
+        let grown = after.len() - before.len();
+        assert!(grown <= 4096, "{}: grew {grown} bytes: {said}", tc.name);
+        let (ok, out) = run_program(&b.prog);
+        assert!(ok && out.contains("DEP:orig"), "{}: {out}", tc.name);
+        assert_no_new_complaints(&patched, &lib);
+    }
+}

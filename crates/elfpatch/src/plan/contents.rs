@@ -175,7 +175,7 @@ impl Planner<'_> {
                 .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n))),
         );
         let alloc = strings::allocate(&strtab.bytes, &before, &after, &requests, tables.exact);
-        let covered_before = strings::coverage(&strtab.bytes, before.iter().copied());
+        let covered_before = alloc.covered_before.clone();
         let live_writes = alloc
             .writes
             .iter()

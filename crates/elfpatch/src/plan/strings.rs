@@ -51,6 +51,8 @@ pub struct Allocation {
     /// When some string did not fit: the bytes appended after the current table's end (the table
     /// grows to `table_len + appended.len()`).
     pub appended: Vec<u8>,
+    /// The bytes of the table that references covered before the edit (sorted, merged).
+    pub covered_before: Vec<Range>,
 }
 
 impl Allocation {
@@ -62,19 +64,71 @@ impl Allocation {
 
 /// Coverage of the table by references: sorted, merged ranges.
 pub fn coverage(table: &[u8], refs: impl IntoIterator<Item = u64>) -> Vec<Range> {
-    let mut spans: Vec<Range> = refs
-        .into_iter()
-        .filter(|&o| (o as usize) < table.len())
-        .map(|o| {
-            let end = table[o as usize..]
-                .iter()
-                .position(|&b| b == 0)
-                .map(|p| o + p as u64 + 1)
-                .unwrap_or(table.len() as u64);
-            (o, end)
-        })
-        .collect();
-    merge(&mut spans)
+    cover(table, &nul_offsets(table), refs)
+}
+
+/// The offsets of the table's NUL bytes, in order. Eight bytes at a time: a word holds a zero
+/// byte exactly when `(w - 0x01..01) & !w & 0x80..80` is not zero, and a table of names has one
+/// every few words (a library's is megabytes, read at every edit).
+fn nul_offsets(table: &[u8]) -> Vec<u64> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut out = Vec::new();
+    let chunks = table.chunks_exact(8);
+    let rest = chunks.remainder();
+    for (i, chunk) in chunks.enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        if w.wrapping_sub(ONES) & !w & HIGHS != 0 {
+            let base = (i * 8) as u64;
+            out.extend(
+                chunk
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == 0)
+                    .map(|(j, _)| base + j as u64),
+            );
+        }
+    }
+    let base = (table.len() - rest.len()) as u64;
+    out.extend(
+        rest.iter()
+            .enumerate()
+            .filter(|(_, &b)| b == 0)
+            .map(|(j, _)| base + j as u64),
+    );
+    out
+}
+
+/// [`coverage`], with the table's NULs found once (`nuls`, from [`nul_offsets`]): a reference's
+/// end is the first NUL at or after it. The references (one per dynamic symbol: tens of
+/// thousands) are marked in a bitmap of the table's bytes and read back in order, which sorts
+/// them without a sort, and the NULs are walked alongside.
+fn cover(table: &[u8], nuls: &[u64], refs: impl IntoIterator<Item = u64>) -> Vec<Range> {
+    let len = table.len() as u64;
+    let mut starts = vec![0u64; table.len().div_ceil(64)];
+    for o in refs.into_iter().filter(|&o| o < len) {
+        starts[(o / 64) as usize] |= 1 << (o % 64);
+    }
+    let mut out: Vec<Range> = Vec::new();
+    let mut next_nul = 0;
+    for (w, &word) in starts.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let o = w as u64 * 64 + u64::from(bits.trailing_zeros());
+            bits &= bits - 1;
+            while next_nul < nuls.len() && nuls[next_nul] < o {
+                next_nul += 1;
+            }
+            let end = nuls.get(next_nul).map_or(len, |&n| n + 1);
+            match out.last_mut() {
+                Some(last) if o <= last.1 => last.1 = last.1.max(end),
+                _ => out.push((o, end)),
+            }
+        }
+    }
+    out
 }
 
 /// Sorts and merges overlapping or touching ranges.
@@ -90,14 +144,18 @@ pub fn merge(spans: &mut [Range]) -> Vec<Range> {
     out
 }
 
-/// `a` minus `b`, both sorted and merged.
+/// `a` minus `b`, both sorted and merged: one pass over both.
 pub fn subtract(a: &[Range], b: &[Range]) -> Vec<Range> {
     let mut out = Vec::new();
+    let mut j = 0;
     for &(mut s, e) in a {
-        for &(bs, be) in b {
-            if be <= s || bs >= e {
-                continue;
-            }
+        // Ranges of `b` that end before this one cannot touch the ones after it either.
+        while j < b.len() && b[j].1 <= s {
+            j += 1;
+        }
+        let mut k = j;
+        while k < b.len() && b[k].0 < e {
+            let (bs, be) = b[k];
             if bs > s {
                 out.push((s, bs));
             }
@@ -105,6 +163,7 @@ pub fn subtract(a: &[Range], b: &[Range]) -> Vec<Range> {
             if s >= e {
                 break;
             }
+            k += 1;
         }
         if s < e {
             out.push((s, e));
@@ -155,14 +214,9 @@ pub fn allocate(
     exact: bool,
 ) -> Allocation {
     let len = table.len() as u64;
-    let cov_before = coverage(table, before.iter().copied());
-    let mut cov_after = coverage(table, after.iter().copied());
-    let nul_positions: Vec<u64> = table
-        .iter()
-        .enumerate()
-        .filter(|(_, &b)| b == 0)
-        .map(|(i, _)| i as u64)
-        .collect();
+    let nul_positions = nul_offsets(table);
+    let cov_before = cover(table, &nul_positions, before.iter().copied());
+    let mut cov_after = cover(table, &nul_positions, after.iter().copied());
 
     let mut placements = vec![Placement::Existing(0); requests.len()];
     let mut pending = Vec::new();
@@ -252,6 +306,7 @@ pub fn allocate(
         writes,
         garbage,
         appended,
+        covered_before: cov_before,
     }
 }
 
@@ -364,6 +419,27 @@ mod tests {
     }
 
     #[test]
+    fn coverage_is_each_reference_to_its_nul_merged() {
+        // Tables of every length around the eight-byte words the NULs are found in.
+        for n in 0..24 {
+            let table: Vec<u8> = (0..n).map(|i| if i % 5 == 0 { 0 } else { b'a' }).collect();
+            let refs: Vec<u64> = (0..n as u64 + 2).filter(|o| o % 3 == 1).collect();
+            let mut slow: Vec<Range> = refs
+                .iter()
+                .filter(|&&o| o < n as u64)
+                .map(|&o| {
+                    let end = table[o as usize..]
+                        .iter()
+                        .position(|&b| b == 0)
+                        .map_or(n as u64, |p| o + p as u64 + 1);
+                    (o, end)
+                })
+                .collect();
+            assert_eq!(coverage(&table, refs), merge(&mut slow), "{n}");
+        }
+    }
+
+    #[test]
     fn removed_strings_become_garbage() {
         let (t, o) = table(&["a", "bb", "ccc"]);
         let a = allocate(&t, &o, &[o[0], o[2]], &[], true);
@@ -377,5 +453,20 @@ mod tests {
             vec![(0, 2), (3, 5), (7, 10)]
         );
         assert_eq!(subtract(&[(0, 10)], &[(0, 10)]), vec![]);
+        assert_eq!(
+            subtract(
+                &[(0, 4), (6, 12), (20, 30), (40, 41)],
+                &[(1, 2), (3, 7), (8, 9), (11, 21), (25, 26), (50, 60)]
+            ),
+            vec![
+                (0, 1),
+                (2, 3),
+                (7, 8),
+                (9, 11),
+                (21, 25),
+                (26, 30),
+                (40, 41)
+            ]
+        );
     }
 }

@@ -134,10 +134,22 @@ impl Planner<'_> {
         if !(highest_offset && plain) {
             return None;
         }
+        // The section header table lies before the segment's end (patchelf puts it at the start
+        // of the segment it appends), not after it.
         let shdrs_before = elf.header.e_shoff == 0
             || elf.section_headers_unusable()
-            || elf.header.e_shoff < last.p_offset;
-        if last.offset_end() == elf.file_len && shdrs_before {
+            || elf
+                .section_table_end()
+                .is_some_and(|end| end <= last.offset_end());
+        // Zeros after it, fewer than a page (`Elf::load_trailer`), carry nothing: it ends the
+        // file all the same, as long as no section's bytes lie there.
+        let zeros_after = elf.load_trailer.len() as u64 == elf.file_len - last.offset_end()
+            && elf.load_trailer.iter().all(|&b| b == 0)
+            && !elf.sections.iter().any(|s| {
+                let sh = s.shdr;
+                sh.has_file_bytes() && sh.sh_offset + sh.sh_size > last.offset_end()
+            });
+        if (last.offset_end() == elf.file_len || zeros_after) && shdrs_before {
             return Some((index, elf.file_len));
         }
         self.only_section_table_after(last.offset_end())
