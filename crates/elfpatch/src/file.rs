@@ -145,7 +145,18 @@ impl ElfFile {
 
     /// Plans `edits` without writing anything.
     pub fn plan(&self, edits: &[Edit], opts: &Options) -> Result<Plan> {
-        let tables = self.tables()?;
+        // Only renames rewrite the symbol table: the others need its names, not its bytes.
+        let renames = edits
+            .iter()
+            .any(|e| matches!(e, Edit::RenameDynamicSymbols(_)));
+        let source = FileSource {
+            file: &self.file,
+            len: self.stamp.len,
+        };
+        let prefetched =
+            Prefetched::for_elf(&source).map_err(|e| Error::io(&self.path, "read", e))?;
+        let tables = Tables::read_with(&prefetched, &self.elf, renames)
+            .map_err(|e| e.with_path(&self.path))?;
         plan(&self.elf, &tables, edits, opts).map_err(|e| e.with_path(&self.path))
     }
 

@@ -44,7 +44,9 @@ pub struct SymTable {
     pub max_size: u64,
     /// Index of the `.dynsym` section, if any.
     pub section: Option<usize>,
-    /// The table's bytes (kept for edits that rewrite symbols: renames).
+    /// The table's bytes (kept for edits that rewrite symbols: renames). Empty when the tables
+    /// were read for edits that rewrite none ([`crate::ElfFile`]'s plans without a rename): a
+    /// big library's table is megabytes that such an edit never looks at.
     pub bytes: Vec<u8>,
 }
 
@@ -138,6 +140,16 @@ pub struct NoteFault {
 impl Tables {
     /// Loads the tables of `elf` from `src`. Reads only the tables themselves.
     pub fn read<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Tables> {
+        Tables::read_with(src, e, true)
+    }
+
+    /// [`Tables::read`], keeping the dynamic symbols' bytes ([`SymTable::bytes`]) only with
+    /// `symbol_bytes`: the others read them a piece at a time, for their names and sizes.
+    pub(crate) fn read_with<S: Source + ?Sized>(
+        src: &S,
+        e: &Elf,
+        symbol_bytes: bool,
+    ) -> Result<Tables> {
         let mut t = Tables {
             exact: true,
             ..Tables::default()
@@ -154,7 +166,12 @@ impl Tables {
         let Some(d) = &e.dynamic else {
             return Ok(t);
         };
-        let r = TableReader { src, e, d };
+        let r = TableReader {
+            src,
+            e,
+            d,
+            symbol_bytes,
+        };
         let sysv = r.sysv_hash()?;
         t.hash = sysv.map(|h| h.region);
         t.hash_info = sysv.and_then(|h| h.sysv);
@@ -214,6 +231,8 @@ struct TableReader<'a, S: Source + ?Sized> {
     src: &'a S,
     e: &'a Elf,
     d: &'a Dynamic,
+    /// Whether to keep the dynamic symbols' bytes.
+    symbol_bytes: bool,
 }
 
 impl<S: Source + ?Sized> TableReader<'_, S> {
@@ -340,14 +359,30 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
             .checked_mul(f.sym_size() as u64)
             .ok_or_else(|| Error::malformed(self.d.offset, "symbol count overflows"))?;
         let region = self.region(elf::DT_SYMTAB, vaddr, size)?;
-        let bytes = read_range(self.src, region.offset, size, "dynamic symbol table")?;
-        // Names and sizes in one pass, no symbol kept: a library's table holds a hundred
-        // thousand of them, read at every edit.
-        let mut names = Vec::with_capacity(bytes.len() / f.sym_size());
+        // Names and sizes, no symbol kept: a library's table holds a hundred thousand of them,
+        // read at every edit. Without the bytes, a piece at a time: fresh memory for the whole
+        // table costs more than reading it.
+        let sym_size = f.sym_size() as u64;
+        let piece = if self.symbol_bytes {
+            size
+        } else {
+            (SYMBOL_PIECE / sym_size).max(1) * sym_size
+        };
+        let mut names = Vec::with_capacity(count as usize);
         let mut max_size = 0;
-        for sym in bytes.chunks_exact(f.sym_size()).map(|c| f.decode_sym(c)) {
-            names.push(sym.st_name);
-            max_size = max_size.max(sym.st_size);
+        let mut bytes = Vec::new();
+        let mut at = 0;
+        while at < size {
+            let len = piece.min(size - at);
+            let chunk = read_range(self.src, region.offset + at, len, "dynamic symbol table")?;
+            for sym in chunk.chunks_exact(f.sym_size()).map(|c| f.decode_sym(c)) {
+                names.push(sym.st_name);
+                max_size = max_size.max(sym.st_size);
+            }
+            if self.symbol_bytes {
+                bytes = chunk;
+            }
+            at += len;
         }
         Ok(Some(SymTable {
             region,
@@ -496,6 +531,9 @@ fn walk_gnu_hash<S: Source + ?Sized>(src: &S, e: &Elf, r: Region) -> Result<(u64
     }
     Ok((fixed + (idx + 1 - symoffset) * 4, idx + 1))
 }
+
+/// How many bytes of the dynamic symbol table are read at a time when its bytes are not kept.
+const SYMBOL_PIECE: u64 = 256 << 10;
 
 /// Most records a version chain may have: far more than any real file, and a bound for cycles.
 const MAX_VERSION_RECORDS: u64 = 1 << 16;

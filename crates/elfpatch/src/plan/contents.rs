@@ -8,7 +8,7 @@
 use object::elf;
 
 use super::edits::{Entry, SymbolEdits, Value, VerneedEdits};
-use super::strings::{self, Allocation, Range, Request};
+use super::strings::{self, Allocation, Range, References, Request};
 use super::tags::{is_movable_pointer_tag, is_relocation_tag};
 use super::Planner;
 use crate::format::{Dyn, Format};
@@ -127,7 +127,40 @@ impl Planner<'_> {
             .collect();
 
         let strtab = strtab_or_empty(elf);
-        let before: Vec<u64> = elf
+        // A renamed symbol's old name is no longer its reference (other referrers keep theirs).
+        let renamed = |i: usize| {
+            symbols
+                .renames
+                .binary_search_by_key(&i, |(j, _)| *j)
+                .is_ok()
+        };
+        let kept = |i: usize| !edits.removals.contains(&i);
+        let file_renamed = |i: usize| edits.renames.iter().any(|r| r.record == i);
+        // What stays referenced: the symbols' names, the version definitions', the kept version
+        // need records' (their file names unless renamed).
+        let names = tables.dynsym.iter().flat_map(|s| {
+            s.names
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| !renamed(*i))
+                .map(|(_, &n)| u64::from(n))
+        });
+        let definitions = tables
+            .verdef
+            .iter()
+            .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n)));
+        let needs = records
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| kept(*i))
+            .flat_map(|(i, r)| {
+                let file = (!file_renamed(i)).then_some(u64::from(r.file));
+                file.into_iter()
+                    .chain(r.aux.iter().map(|a| u64::from(a.name)))
+            });
+        // Only before: the dynamic array's strings, renamed symbols' names, what removed and
+        // renamed version need records named.
+        let mut before: Vec<u64> = elf
             .dynamic
             .iter()
             .flat_map(|d| {
@@ -136,45 +169,36 @@ impl Planner<'_> {
                     .filter(|x| is_string_tag(x.tag))
                     .map(|x| x.val)
             })
-            .chain(tables.string_refs())
             .collect();
-        let mut after: Vec<u64> = entries
+        before.extend(
+            symbols
+                .renames
+                .iter()
+                .filter_map(|(i, _)| tables.dynsym.as_ref()?.names.get(*i))
+                .map(|&n| u64::from(n)),
+        );
+        for (i, record) in records.iter().enumerate() {
+            if !kept(i) {
+                before.push(u64::from(record.file));
+                before.extend(record.aux.iter().map(|a| u64::from(a.name)));
+            } else if file_renamed(i) {
+                before.push(u64::from(record.file));
+            }
+        }
+        // Only after: the entries that keep an old string.
+        let after: Vec<u64> = entries
             .iter()
             .filter_map(|x| match x.val {
                 Value::Old(offset) => Some(offset),
                 _ => None,
             })
             .collect();
-        // A renamed symbol's old name is no longer its reference (other referrers keep theirs).
-        let renamed = |i: usize| {
-            symbols
-                .renames
-                .binary_search_by_key(&i, |(j, _)| *j)
-                .is_ok()
+        let refs = References {
+            common: names.chain(definitions).chain(needs),
+            before,
+            after,
         };
-        after.extend(tables.dynsym.iter().flat_map(|s| {
-            s.names
-                .iter()
-                .enumerate()
-                .filter(move |(i, _)| !renamed(*i))
-                .map(|(_, &n)| u64::from(n))
-        }));
-        for (i, record) in records.iter().enumerate() {
-            if edits.removals.contains(&i) {
-                continue;
-            }
-            if !edits.renames.iter().any(|r| r.record == i) {
-                after.push(u64::from(record.file));
-            }
-            after.extend(record.aux.iter().map(|a| u64::from(a.name)));
-        }
-        after.extend(
-            tables
-                .verdef
-                .iter()
-                .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n))),
-        );
-        let alloc = strings::allocate(&strtab.bytes, &before, &after, &requests, tables.exact);
+        let alloc = strings::allocate_split(&strtab.bytes, refs, &requests, tables.exact);
         let covered_before = alloc.covered_before.clone();
         let live_writes = alloc
             .writes

@@ -64,67 +64,68 @@ impl Allocation {
 
 /// Coverage of the table by references: sorted, merged ranges.
 pub fn coverage(table: &[u8], refs: impl IntoIterator<Item = u64>) -> Vec<Range> {
-    cover(table, &nul_offsets(table), refs)
+    cover(table, refs, |_, _| {})
 }
 
-/// The offsets of the table's NUL bytes, in order. Eight bytes at a time: a word holds a zero
-/// byte exactly when `(w - 0x01..01) & !w & 0x80..80` is not zero, and a table of names has one
-/// every few words (a library's is megabytes, read at every edit).
-fn nul_offsets(table: &[u8]) -> Vec<u64> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut out = Vec::new();
-    let chunks = table.chunks_exact(8);
-    let rest = chunks.remainder();
-    for (i, chunk) in chunks.enumerate() {
+/// The offset of the first NUL at or after `from`, or the table's length, found eight bytes at
+/// a time: in a word `w`, the high bit of `!(((w & 0x7f..7f) + 0x7f..7f) | w | 0x7f..7f)` is set
+/// exactly where a byte is zero (a library's table is megabytes, read at every edit).
+fn next_nul(table: &[u8], from: usize) -> usize {
+    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let mut i = from;
+    while let Some(chunk) = table.get(i..i + 8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let w = u64::from_le_bytes(word);
-        if w.wrapping_sub(ONES) & !w & HIGHS != 0 {
-            let base = (i * 8) as u64;
-            out.extend(
-                chunk
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &b)| b == 0)
-                    .map(|(j, _)| base + j as u64),
-            );
+        let zeros = !(((w & LOWS).wrapping_add(LOWS)) | w | LOWS);
+        if zeros != 0 {
+            return i + (zeros.trailing_zeros() / 8) as usize;
         }
+        i += 8;
     }
-    let base = (table.len() - rest.len()) as u64;
-    out.extend(
-        rest.iter()
-            .enumerate()
-            .filter(|(_, &b)| b == 0)
-            .map(|(j, _)| base + j as u64),
-    );
-    out
+    while i < table.len() && table[i] != 0 {
+        i += 1;
+    }
+    i
 }
 
-/// [`coverage`], with the table's NULs found once (`nuls`, from [`nul_offsets`]): a reference's
-/// end is the first NUL at or after it. The references (one per dynamic symbol: tens of
-/// thousands) are marked in a bitmap of the table's bytes and read back in order, which sorts
-/// them without a sort, and the NULs are walked alongside.
-fn cover(table: &[u8], nuls: &[u64], refs: impl IntoIterator<Item = u64>) -> Vec<Range> {
+/// [`coverage`]: a reference covers its string and the NUL that ends it. The references (one
+/// per dynamic symbol: a hundred thousand in a big library) are marked in a bitmap of the
+/// table's bytes and read back in order, which sorts them without a sort; each NUL is found once,
+/// the table scanned once. `at_end(nul, from)` hears of the NUL that ends each reference's
+/// string, with the start of the covered range it lies in so far.
+fn cover(
+    table: &[u8],
+    refs: impl IntoIterator<Item = u64>,
+    mut at_end: impl FnMut(u64, u64),
+) -> Vec<Range> {
     let len = table.len() as u64;
     let mut starts = vec![0u64; table.len().div_ceil(64)];
     for o in refs.into_iter().filter(|&o| o < len) {
         starts[(o / 64) as usize] |= 1 << (o % 64);
     }
     let mut out: Vec<Range> = Vec::new();
-    let mut next_nul = 0;
+    let mut nul: Option<u64> = None;
     for (w, &word) in starts.iter().enumerate() {
         let mut bits = word;
         while bits != 0 {
             let o = w as u64 * 64 + u64::from(bits.trailing_zeros());
             bits &= bits - 1;
-            while next_nul < nuls.len() && nuls[next_nul] < o {
-                next_nul += 1;
-            }
-            let end = nuls.get(next_nul).map_or(len, |&n| n + 1);
+            let end = match nul {
+                Some(n) if n >= o => n,
+                _ => {
+                    let n = next_nul(table, o as usize) as u64;
+                    nul = Some(n);
+                    n
+                }
+            };
+            let covered_to = (end + 1).min(len);
             match out.last_mut() {
-                Some(last) if o <= last.1 => last.1 = last.1.max(end),
-                _ => out.push((o, end)),
+                Some(last) if o <= last.1 => last.1 = last.1.max(covered_to),
+                _ => out.push((o, covered_to)),
+            }
+            if end < len {
+                at_end(end, out.last().map_or(o, |r| r.0));
             }
         }
     }
@@ -172,12 +173,6 @@ pub fn subtract(a: &[Range], b: &[Range]) -> Vec<Range> {
     out
 }
 
-fn contains(cover: &[Range], start: u64, end: u64) -> bool {
-    // cover is sorted and merged: a range is covered iff one span holds it whole.
-    let first = cover.partition_point(|r| r.1 < end);
-    cover.get(first).is_some_and(|r| r.0 <= start && end <= r.1)
-}
-
 /// Where the string at `o` ends: past its NUL, or at the end of the table.
 fn nul_end(table: &[u8], o: u64) -> u64 {
     table[o as usize..]
@@ -213,23 +208,79 @@ pub fn allocate(
     requests: &[Request],
     exact: bool,
 ) -> Allocation {
+    let refs = References {
+        common: Vec::new(),
+        before: before.to_vec(),
+        after: after.to_vec(),
+    };
+    allocate_split(table, refs, requests, exact)
+}
+
+/// The references to a string table, split by when they hold: most (a library's symbol names)
+/// both before and after an edit, read once.
+#[derive(Clone, Debug, Default)]
+pub struct References<C> {
+    /// Referenced before the edit and after it.
+    pub common: C,
+    /// Only before (the strings the edit replaces or removes).
+    pub before: Vec<u64>,
+    /// Only after (the entries that keep an old string).
+    pub after: Vec<u64>,
+}
+
+/// [`allocate`], with the references split ([`References`]).
+pub fn allocate_split<C: IntoIterator<Item = u64>>(
+    table: &[u8],
+    refs: References<C>,
+    requests: &[Request],
+    exact: bool,
+) -> Allocation {
     let len = table.len() as u64;
-    let nul_positions = nul_offsets(table);
-    let cov_before = cover(table, &nul_positions, before.iter().copied());
-    let mut cov_after = cover(table, &nul_positions, after.iter().copied());
+    // Strings already present, in bytes that stay referenced, are reused (free, and what linkers
+    // do): a request matches the bytes before a NUL that ends a referenced string, all covered.
+    let mut found: Vec<Option<u64>> = vec![None; requests.len()];
+    let offer = |nul: u64, from: u64, found: &mut Vec<Option<u64>>| {
+        for (i, request) in requests.iter().enumerate() {
+            let size = request.bytes.len() as u64;
+            let matches = found[i].is_none()
+                && nul >= size
+                && nul - size >= from
+                && request
+                    .bytes
+                    .last()
+                    .is_none_or(|&b| table[nul as usize - 1] == b)
+                && table[(nul - size) as usize..nul as usize] == request.bytes[..];
+            if matches {
+                found[i] = Some(nul - size);
+            }
+        }
+    };
+    let common = cover(table, refs.common, |nul, from| offer(nul, from, &mut found));
+    let end_of = |o: u64| (next_nul(table, o as usize) as u64 + 1).min(len);
+    let with = |extra: &[u64]| -> Vec<Range> {
+        let mut spans = common.clone();
+        spans.extend(extra.iter().filter(|&&o| o < len).map(|&o| (o, end_of(o))));
+        merge(&mut spans)
+    };
+    let cov_before = with(&refs.before);
+    let mut cov_after = with(&refs.after);
+    // The strings only entries after the edit name (few) are candidates too.
+    for &o in refs.after.iter().filter(|&&o| o < len) {
+        let nul = end_of(o) - 1;
+        if table[nul as usize] == 0 {
+            let from = cov_after
+                .iter()
+                .find(|r| r.0 <= nul && nul < r.1)
+                .map_or(nul, |r| r.0);
+            offer(nul, from, &mut found);
+        }
+    }
 
     let mut placements = vec![Placement::Existing(0); requests.len()];
     let mut pending = Vec::new();
-    // First: reuse strings already present in bytes that stay referenced (free, and what linkers do).
-    for (i, request) in requests.iter().enumerate() {
-        let size = request.bytes.len() as u64;
-        let found = nul_positions.iter().find(|&&nul| {
-            nul >= size
-                && &table[(nul - size) as usize..nul as usize] == request.bytes.as_slice()
-                && contains(&cov_after, nul - size, nul + 1)
-        });
-        match found {
-            Some(&nul) => placements[i] = Placement::Existing(nul - size),
+    for (i, at) in found.into_iter().enumerate() {
+        match at {
+            Some(at) => placements[i] = Placement::Existing(at),
             None => pending.push(i),
         }
     }

@@ -42,6 +42,11 @@ impl Builder<'_, '_> {
                 "renaming symbols needs the dynamic symbol table's extent",
             ));
         };
+        if dynsym.bytes.len() != dynsym.names.len() * format.sym_size() {
+            return Err(Error::refused(
+                "renaming symbols needs the symbol table's bytes, which these tables were read without",
+            ));
+        }
         let dynamic = elf.dynamic.as_ref();
         let has = |tag: u64| dynamic.is_some_and(|d| d.entries().iter().any(|x| x.tag == tag));
         if has(DT_MIPS_XHASH) {
