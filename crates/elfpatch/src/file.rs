@@ -145,17 +145,21 @@ impl ElfFile {
 
     /// Plans `edits` without writing anything.
     pub fn plan(&self, edits: &[Edit], opts: &Options) -> Result<Plan> {
-        // Only renames rewrite the symbol table: the others need its names, not its bytes.
-        let renames = edits
-            .iter()
-            .any(|e| matches!(e, Edit::RenameDynamicSymbols(_)));
+        // Only renames rewrite the symbol table, and only these edits its versions: the others
+        // need its names, not its bytes.
+        let symbols = edits.iter().any(|e| {
+            matches!(
+                e,
+                Edit::RenameDynamicSymbols(_) | Edit::RemoveNeeded(_) | Edit::ClearSymbolVersion(_)
+            )
+        });
         let source = FileSource {
             file: &self.file,
             len: self.stamp.len,
         };
         let prefetched =
             Prefetched::for_elf(&source).map_err(|e| Error::io(&self.path, "read", e))?;
-        let tables = Tables::read_with(&prefetched, &self.elf, renames)
+        let tables = Tables::read_with(&prefetched, &self.elf, symbols)
             .map_err(|e| e.with_path(&self.path))?;
         plan(&self.elf, &tables, edits, opts).map_err(|e| e.with_path(&self.path))
     }

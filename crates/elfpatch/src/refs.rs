@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::note::LocatedNote;
 use crate::read::{Dynamic, Elf};
-use crate::source::{read_range, Source};
+use crate::source::{read_into, read_range, Source};
 
 /// A range of the file that is also mapped at `vaddr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,7 +111,8 @@ pub struct Tables {
     pub hash_info: Option<SysvHashInfo>,
     /// `DT_GNU_HASH` header and extent in symbols, when the table exists.
     pub gnu_hash_info: Option<GnuHashInfo>,
-    /// `.gnu.version` (`DT_VERSYM`): one version index per dynamic symbol.
+    /// `.gnu.version` (`DT_VERSYM`): one version index per dynamic symbol (none when read for
+    /// edits that change no symbol version: [`crate::ElfFile`]'s plans without one).
     pub versym: Option<(Region, Vec<u16>)>,
     /// `.gnu.version_r` (`DT_VERNEED`) extent and records.
     pub verneed: Option<(Region, Vec<VerneedEntry>)>,
@@ -143,13 +144,11 @@ impl Tables {
         Tables::read_with(src, e, true)
     }
 
-    /// [`Tables::read`], keeping the dynamic symbols' bytes ([`SymTable::bytes`]) only with
-    /// `symbol_bytes`: the others read them a piece at a time, for their names and sizes.
-    pub(crate) fn read_with<S: Source + ?Sized>(
-        src: &S,
-        e: &Elf,
-        symbol_bytes: bool,
-    ) -> Result<Tables> {
+    /// [`Tables::read`], keeping the dynamic symbols' bytes ([`SymTable::bytes`]) and reading
+    /// the symbol versions ([`Tables::versym`]'s indices) only with `symbols`, for the edits that
+    /// rewrite them: the others read the symbol table a piece at a time, for its names and
+    /// sizes, and leave the version indices unread (their extent is known all the same).
+    pub(crate) fn read_with<S: Source + ?Sized>(src: &S, e: &Elf, symbols: bool) -> Result<Tables> {
         let mut t = Tables {
             exact: true,
             ..Tables::default()
@@ -166,12 +165,7 @@ impl Tables {
         let Some(d) = &e.dynamic else {
             return Ok(t);
         };
-        let r = TableReader {
-            src,
-            e,
-            d,
-            symbol_bytes,
-        };
+        let r = TableReader { src, e, d, symbols };
         let sysv = r.sysv_hash()?;
         t.hash = sysv.map(|h| h.region);
         t.hash_info = sysv.and_then(|h| h.sysv);
@@ -231,8 +225,8 @@ struct TableReader<'a, S: Source + ?Sized> {
     src: &'a S,
     e: &'a Elf,
     d: &'a Dynamic,
-    /// Whether to keep the dynamic symbols' bytes.
-    symbol_bytes: bool,
+    /// Whether to keep the dynamic symbols' bytes and read their versions.
+    symbols: bool,
 }
 
 impl<S: Source + ?Sized> TableReader<'_, S> {
@@ -363,27 +357,50 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
         // read at every edit. Without the bytes, a piece at a time: fresh memory for the whole
         // table costs more than reading it.
         let sym_size = f.sym_size() as u64;
-        let piece = if self.symbol_bytes {
+        let piece = if self.symbols {
             size
         } else {
             (SYMBOL_PIECE / sym_size).max(1) * sym_size
         };
         let mut names = Vec::with_capacity(count as usize);
         let mut max_size = 0;
-        let mut bytes = Vec::new();
+        // One buffer for every piece: a fresh one each time would be fresh memory each time.
+        let mut buf = read_range(
+            self.src,
+            region.offset,
+            piece.min(size),
+            "dynamic symbol table",
+        )?;
         let mut at = 0;
-        while at < size {
-            let len = piece.min(size - at);
-            let chunk = read_range(self.src, region.offset + at, len, "dynamic symbol table")?;
-            for sym in chunk.chunks_exact(f.sym_size()).map(|c| f.decode_sym(c)) {
-                names.push(sym.st_name);
-                max_size = max_size.max(sym.st_size);
+        loop {
+            // st_name first in both classes; st_size a word at 8 (32-bit) or 16 (64-bit).
+            let size_at = if f.class == crate::Class::Elf64 {
+                16
+            } else {
+                8
+            };
+            for c in buf.chunks_exact(f.sym_size()) {
+                names.push(f.u32(c));
+                let st_size = if size_at == 16 {
+                    f.u64(&c[16..])
+                } else {
+                    u64::from(f.u32(&c[8..]))
+                };
+                max_size = max_size.max(st_size);
             }
-            if self.symbol_bytes {
-                bytes = chunk;
+            at += buf.len() as u64;
+            if at >= size {
+                break;
             }
-            at += len;
+            buf.truncate(piece.min(size - at) as usize);
+            read_into(
+                self.src,
+                region.offset + at,
+                &mut buf,
+                "dynamic symbol table",
+            )?;
         }
+        let bytes = if self.symbols { buf } else { Vec::new() };
         Ok(Some(SymTable {
             region,
             names,
@@ -439,6 +456,9 @@ impl<S: Source + ?Sized> TableReader<'_, S> {
         };
         let size = 2 * n as u64;
         let region = self.region(elf::DT_VERSYM, vaddr, size)?;
+        if !self.symbols {
+            return Ok(Some((region, Vec::new())));
+        }
         let bytes = read_range(self.src, region.offset, size, "symbol version table")?;
         let f = self.e.format;
         Ok(Some((

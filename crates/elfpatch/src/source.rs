@@ -82,14 +82,26 @@ pub fn read_range<S: Source + ?Sized>(
         )));
     }
     let mut buf = vec![0u8; len as usize];
-    src.read_exact_at(offset, &mut buf).map_err(|source| {
+    read_into(src, offset, &mut buf, what)?;
+    Ok(buf)
+}
+
+/// Fills `buf` from `offset` of `src`, checked as [`read_range`] checks (a caller that reads a
+/// large table piece by piece into one buffer).
+pub fn read_into<S: Source + ?Sized>(
+    src: &S,
+    offset: u64,
+    buf: &mut [u8],
+    what: &str,
+) -> Result<()> {
+    check_range(src.len(), offset, buf.len() as u64, what)?;
+    src.read_exact_at(offset, buf).map_err(|source| {
         Error::from(Repr::Io {
             path: Location::default(),
             op: "read",
             source,
         })
-    })?;
-    Ok(buf)
+    })
 }
 
 /// Checks that `[offset, offset + len)` lies inside a file of `file_len` bytes.

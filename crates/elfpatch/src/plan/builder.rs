@@ -93,6 +93,19 @@ impl<'p, 'a> Builder<'p, 'a> {
             // only where nothing was, so that they all switch together.
             strings = place(false);
         }
+        // Tables read for edits that change no symbol version hold none (`Tables::read_with`).
+        let versions_needed =
+            !self.verneed_edits.removals.is_empty() || !self.symbols.cleared.is_empty();
+        let unread = planner
+            .tables
+            .versym
+            .as_ref()
+            .is_some_and(|(r, v)| v.is_empty() && r.size > 0);
+        if versions_needed && unread {
+            return Err(crate::error::Error::refused(
+                "the edit changes symbol versions, which these tables were read without",
+            ));
+        }
         let versions =
             planner.new_versions(&self.verneed_edits, records_before, &strings, &self.symbols);
         update_version_entries(&mut self.entries, &self.verneed_edits, &versions);
