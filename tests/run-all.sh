@@ -166,7 +166,8 @@ suite_bench_smoke() {
   python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&
     python3 bench/tree_bench.py --small --repeat 1 &&
     python3 bench/audit_bench.py --small --repeat 1 &&
-    python3 bench/startup_bench.py --calls 20
+    python3 bench/startup_bench.py --calls 20 &&
+    python3 bench/growth_bench.py --symbols 2000 --real 20 --real-max-size 32M --report-only
 }
 
 all=(rust crates hook nix package cross cross_prior sweep wheels patchelf_tests auditwheel demo bench_smoke manpages readme_paths)
