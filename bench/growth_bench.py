@@ -355,6 +355,12 @@ def real_files(a, work, tools):
     print(f"real files: elfpatch adds {et:,} bytes in all, patchelf {pt:,} "
           f"({pt / et:.1f}x elfpatch's)" if et else f"real files: elfpatch adds nothing, patchelf {pt:,}")
     print(f"largest: elfpatch {em[0]:,} ({em[1]}), patchelf {pm[0]:,} ({pm[1]})")
+    # Not a goal: how often, file by file, elfpatch adds more (the lists are in the same order).
+    more = [(g - h, f, label) for label, _ in REAL_EDITS
+            for (g, f), (h, _) in zip(sums["elfpatch"][label], sums["patchelf"][label]) if g > h]
+    worst = max(more, default=None)
+    print(f"edits where elfpatch adds more than patchelf: {len(more)} of {len(e)}"
+          + (f" (most: {worst[0]:,} bytes more, {worst[2]} on {worst[1]})" if worst else ""))
     return et, em[0], pt, pm[0]
 
 

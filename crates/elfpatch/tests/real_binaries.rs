@@ -1034,3 +1034,68 @@ fn a_string_table_patchelf_appended_grows_where_it_is() {
         assert_no_new_complaints(&patched, &lib);
     }
 }
+
+/// A library with a few hundred bytes of `.dynstr` before a large relocation table (20,000
+/// pointers: about 480 KB of `.rela.dyn`, 160 KB of `.rel.dyn` with -m32): a growing edit copies
+/// the small string table rather than moving the relocations into the appended segment, so the
+/// file grows by pages, not by the table in the way; the program still loads the library, the
+/// RUNPATH reads back, and eu-elflint finds nothing new.
+#[test]
+fn a_small_string_table_is_copied_rather_than_a_large_table_after_it_moved() {
+    const POINTERS: &str = r#"
+#include <stdio.h>
+const char *dep_marker(void) { return "DEP:" MARK; }
+const char *const dep_pointers[20000] = { [0 ... 19999] = "p" };
+"#;
+    for tc in toolchains() {
+        let fx = Fixture::new(&tc);
+        let lib_dir = fx.path("lib");
+        let lib = fx.shared_lib(&lib_dir, "libdep.so", "libdep.so", POINTERS, "orig");
+        let prog = fx.program(
+            "prog",
+            &lib_dir,
+            &[&format!("-Wl,-rpath,{}", lib_dir.display())],
+        );
+        let before = fs::read(&lib).unwrap();
+        let e = elfpatch::Elf::parse(&before).unwrap();
+        let dynstr = e.strtab.as_ref().unwrap().bytes.len();
+        let relocs: u64 = e
+            .sections
+            .iter()
+            .filter(|s| matches!(s.shdr.sh_type, object::elf::SHT_RELA | object::elf::SHT_REL))
+            .map(|s| s.shdr.sh_size)
+            .sum();
+        assert!(
+            relocs >= 100_000,
+            "{}: only {relocs} bytes of relocations",
+            tc.name
+        );
+        let original = fx.path("libdep.orig.so");
+        copy(&lib, &original);
+        let run_path = format!(
+            "{}:/nix/store/{}-more/lib",
+            lib_dir.display(),
+            "g".repeat(180)
+        );
+        let out = elfpatch()
+            .args(["--debug", "--set-rpath", &run_path])
+            .arg(&lib)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{}: {said}", tc.name);
+        let grown = fs::metadata(&lib).unwrap().len() - before.len() as u64;
+        // The copy, its strings and the new segment's page alignment; less than the relocations.
+        let most = dynstr as u64 + run_path.len() as u64 + 3 * 4096;
+        assert!(
+            grown <= most,
+            "{}: grew {grown} bytes (at most {most}): {said}",
+            tc.name
+        );
+        let after = elfpatch::Elf::parse(&fs::read(&lib).unwrap()).unwrap();
+        assert_eq!(after.runpath(), Some(run_path.as_bytes()), "{}", tc.name);
+        let (ok, out) = run_program(&prog);
+        assert!(ok && out.contains("DEP:orig"), "{}: {out}", tc.name);
+        assert_no_new_complaints(&original, &lib);
+    }
+}

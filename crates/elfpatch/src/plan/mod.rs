@@ -17,8 +17,8 @@
 //!   segment), a dynamic array or section header table in the way (moved), and the segment's
 //!   page tail, or any length past the end of a segment that ends the file and the address space
 //!   (one an earlier edit appended, ours or patchelf's). What the edit adds then scales with the
-//!   strings and the small tables it moves, never with the string table; repeated edits find the
-//!   room the previous one left (moved tables go as high as they fit);
+//!   strings and the small tables it moves, never with more than the string table; repeated
+//!   edits find the room the previous one left (moved tables go as high as they fit);
 //! - **the fallback, a grown copy of the whole table in the appended segment**, is taken when
 //!   that is not possible: code, data or a table the planner cannot move right after the table
 //!   with too little room before it (lld and mold put `.rodata` or `.eh_frame` right after the
@@ -26,7 +26,11 @@
 //!   that runs past its segment's `p_filesz`, a program header block that takes in the table,
 //!   or an edit that must switch other things in the same write as the strings (the
 //!   interpreter, the resolution-cache note, renamed symbols, added program headers), or a new
-//!   string placed over bytes in use before the edit;
+//!   string placed over bytes in use before the edit; and when it adds less: tables in the way
+//!   larger than the table that do not fit in the rest of its page (they would go to the
+//!   appended segment, adding their size rather than the table's). `bench/growth_bench.py`
+//!   measures what is left: a library whose table and the tables after it fill their segment's
+//!   last page, with code on the next, copies its table once the page's rest is used up;
 //! - the dynamic array is rewritten in place when its entries fit, otherwise it moves;
 //! - moved things go to the end of the file and of the address space: into the segment a previous
 //!   edit appended when there is one (it is extended), else into a new `PT_LOAD`. A new `PT_LOAD`

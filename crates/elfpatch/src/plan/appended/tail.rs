@@ -17,6 +17,8 @@
 //! Anything else in the way (code, data, a section we do not know, a `PT_*` segment we cannot
 //! follow) and the edit copies the table as before (`Selection::copy_strtab`). So does a file
 //! without usable section headers: without them, bytes no table describes may still be something.
+//! So does a table smaller than the tables in its way when they would go to the appended
+//! segment: each adds its size to the file, and the copy is then the smaller.
 //!
 //! The writes keep the file the old one or the new one after each of them: the copies go where
 //! nothing points (stage); the headers and a first dynamic array that points at the copies but
@@ -123,6 +125,12 @@ impl Planner<'_> {
                 room_end,
                 if unbounded { None } else { Some(mapped_end) },
             );
+            // Tables that leave for the appended segment add their size to the file, a copy of
+            // the string table its size and the strings: the smaller goes (a library's few
+            // hundred bytes of strings before a 150 KB relocation table are copied).
+            if room.home.is_none() && block.end - block.start > len + need {
+                return None;
+            }
         }
         Some(room)
     }
