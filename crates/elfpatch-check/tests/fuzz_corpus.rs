@@ -607,11 +607,16 @@ fn two_program_header_segments_are_refused() {
 fn an_empty_section_in_the_moved_block_moves_with_it() {
     strict("empty-section-in-moved-block");
     // In elfsynth's PIE the grown program header table displaces `.interp` and the build-id
-    // note; an empty note section there must keep its place relative to `.interp`.
+    // note; an empty note section there must keep its place relative to `.interp`. The RUNPATH
+    // outgrows the rest of the first segment's page, where `.dynstr` could grow where it is
+    // (`appended/tail.rs`): the edit needs a new segment, so a grown table.
     let mut b = synth();
     let size_field = shdr_field(&b, b".note.gnu.build-id", 32);
     put_u64(&mut b, size_field, 0);
-    let out = grown(&b);
+    let plan = plan_on(&b, &[Edit::SetRunpath(vec![b'r'; 5000])]).unwrap();
+    let mut out = b.clone();
+    plan.apply_to_vec(&mut out, Elf::parse(&b).unwrap().format)
+        .unwrap();
     let addr = |bytes: &[u8], name: &[u8]| {
         let e = Elf::parse(bytes).unwrap();
         let sh = e.section_by_name(name).unwrap().shdr;
