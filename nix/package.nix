@@ -29,17 +29,18 @@ rustPlatform.buildRustPackage {
 
   cargoLock.lockFile = ../Cargo.lock;
 
-  # Manual pages (stubstrip.1, stubstrip-SUBCOMMAND.1) and bash, zsh and fish completions, made
-  # by the binary from the argument definitions it parses with (hidden subcommands), so they
-  # cannot drift from it. A cross build cannot run the binary it built and goes without them.
+  # Manual pages (stubstrip.1, elfpatch.1) and bash, zsh and fish completions, made by each
+  # binary from the argument definitions it parses with (`--generate-man`,
+  # `--generate-completion SHELL`), so they cannot drift from it. A cross build cannot run the
+  # binary it built and goes without them.
   nativeBuildInputs = [ installShellFiles ];
   postInstall = lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''
-    $out/bin/stubstrip generate-man stubstrip-man
-    installManPage stubstrip-man/*.1
+    $out/bin/stubstrip --generate-man > stubstrip.1
+    installManPage stubstrip.1
     installShellCompletion --cmd stubstrip \
-      --bash <($out/bin/stubstrip generate-completion bash) \
-      --zsh <($out/bin/stubstrip generate-completion zsh) \
-      --fish <($out/bin/stubstrip generate-completion fish)
+      --bash <($out/bin/stubstrip --generate-completion bash) \
+      --zsh <($out/bin/stubstrip --generate-completion zsh) \
+      --fish <($out/bin/stubstrip --generate-completion fish)
     $out/bin/elfpatch --generate-man > elfpatch.1
     installManPage elfpatch.1
     installShellCompletion --cmd elfpatch \

@@ -36,6 +36,9 @@ pub struct AuditConfig {
     pub exclude: Exclude,
     /// Fail on findings at or above this severity (`None`: never).
     pub deny: Option<Severity>,
+    /// The option that set [`Self::deny`], as the report names it: `--deny` for `audit`,
+    /// `--audit` for `fixup`.
+    pub deny_option: &'static str,
     /// JSON on stdout.
     pub json: bool,
     /// Build or temporary directories, besides `/build`, `$NIX_BUILD_TOP` and `$TMPDIR`.

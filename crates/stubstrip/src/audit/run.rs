@@ -126,9 +126,8 @@ fn audit_file(
 /// Runs `audit`; returns the exit status.
 pub fn run(c: &AuditConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
-    let report = run_on(c, &scan, true);
-    report.0.emit();
-    report.1
+    let (out, code) = run_on(c, &scan, true);
+    out.emit(code)
 }
 
 /// Audits the loadable objects of `scan`; the report's text (with the count line when
@@ -165,7 +164,7 @@ fn run_with(
         })
         .collect();
 
-    let report = AuditReport::new(&results, scan, c.deny);
+    let report = AuditReport::new(&results, scan, c.deny).deny_option(c.deny_option);
     let code = if report.denied() {
         EXIT_DENIED
     } else if report.failed() {
@@ -326,6 +325,7 @@ pub(crate) mod tests {
             paths: vec![out.to_path_buf()],
             exclude: Exclude::default(),
             deny: Some(Severity::Warning),
+            deny_option: "--deny",
             json,
             build_dirs: Vec::new(),
             stubs: StubMatcher::default(),

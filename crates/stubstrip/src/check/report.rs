@@ -125,16 +125,23 @@ impl CheckReport {
         let read = count(self.read, "ELF file read", "ELF files read");
         if !self.findings.is_empty() {
             format!(
-                "stubstrip: check failed: {} in {} of {read}{unread}",
+                "{}: check failed: {} in {} of {read}{unread}",
+                crate::prog::name(),
                 count(self.findings.len(), "stub entry", "stub entries"),
                 self.files_with_stubs,
             )
         } else if !self.errors.is_empty() {
-            format!("stubstrip: check incomplete: no stub entries in the {read}{unread}")
+            format!(
+                "{}: check incomplete: no stub entries in the {read}{unread}",
+                crate::prog::name()
+            )
         } else if let Some(nothing) = self.census.nothing_to_do() {
-            format!("stubstrip: check: nothing checked: {nothing}")
+            format!("{}: check: nothing checked: {nothing}", crate::prog::name())
         } else {
-            format!("stubstrip: check passed: no stub entries in {read}")
+            format!(
+                "{}: check passed: no stub entries in {read}",
+                crate::prog::name()
+            )
         }
     }
 
@@ -146,12 +153,12 @@ impl CheckReport {
             ..Printout::default()
         };
         for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
+            let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
         }
         let out = &mut p.report;
         if verbose {
             for c in &self.clean {
-                let _ = writeln!(out, "stubstrip: {c}: no stub entries");
+                let _ = writeln!(out, "{}: {c}: no stub entries", crate::prog::name());
             }
         }
         for f in &self.findings {

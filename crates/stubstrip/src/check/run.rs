@@ -34,12 +34,12 @@ pub fn run(c: &CheckConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
     let results = check_files(&c.stubs, &scan.objects());
     let r = CheckReport::new(&results, &scan);
-    r.render(c.verbose, c.json).emit();
-    if r.stub_entries() > 0 {
+    let code = if r.stub_entries() > 0 {
         EXIT_STUBS_FOUND
     } else if r.failed() {
         EXIT_FILE_ERRORS
     } else {
         0
-    }
+    };
+    r.render(c.verbose, c.json).emit(code)
 }

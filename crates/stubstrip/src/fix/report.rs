@@ -121,10 +121,11 @@ impl<'a> FixReport<'a> {
         };
         match self.census.nothing_to_do() {
             Some(nothing) if self.errors.is_empty() => {
-                format!("stubstrip: nothing rewritten: {nothing}")
+                format!("{}: nothing rewritten: {nothing}", crate::prog::name())
             }
             _ => format!(
-                "stubstrip: {} of {} rewritten, {} replaced{failed}",
+                "{}: {} of {} rewritten, {} replaced{failed}",
+                crate::prog::name(),
                 self.rewritten,
                 count(self.census.loadable_objects, "ELF file", "ELF files"),
                 count(self.stub_entries_replaced, "stub entry", "stub entries"),
@@ -141,7 +142,7 @@ impl<'a> FixReport<'a> {
             ..Printout::default()
         };
         for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
+            let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
         }
         let out = &mut p.report;
         if verbose {
@@ -149,7 +150,8 @@ impl<'a> FixReport<'a> {
                 for e in c.entries {
                     let _ = writeln!(
                         out,
-                        "stubstrip: {}: {} {} -> {}",
+                        "{}: {}: {} {} -> {}",
+                        crate::prog::name(),
                         c.path,
                         e.tag.name(),
                         e.old,

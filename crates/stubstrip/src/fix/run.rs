@@ -46,10 +46,6 @@ pub fn run(c: &FixConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
     let results = fix_files(&c.rule, &scan.objects());
     let r = FixReport::new(&c.rule, &results, &scan);
-    r.render(c.verbose, c.json, c.print_removed).emit();
-    if r.failed() {
-        EXIT_FILE_ERRORS
-    } else {
-        0
-    }
+    let code = if r.failed() { EXIT_FILE_ERRORS } else { 0 };
+    r.render(c.verbose, c.json, c.print_removed).emit(code)
 }
