@@ -162,6 +162,9 @@ fn roff_toks(toks: &[Tok]) -> String {
             Tok::Lit(s) => out.push_str(&format!("\\fB{}\\fR", roff(s))),
             Tok::Var(s) => out.push_str(&format!("\\fI{}\\fR", roff(s))),
             Tok::Punct(" ") => out.push_str("\\ "),
+            // `\&` after the dots: roff would take them for a sentence's end and put two
+            // spaces after them.
+            Tok::Punct("...") => out.push_str("...\\&"),
             Tok::Punct(p) => out.push_str(p),
         }
     }
