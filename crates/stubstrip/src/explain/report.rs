@@ -12,7 +12,7 @@ use ldso_model::resolve::{
 };
 use ldso_model::settings::{LoaderSettings, SettingsProvenance};
 
-use crate::driver::{is_driver_library, RUNTIME_DIRS};
+use crate::driver::{is_driver_library, DRIVER_LIBRARIES, RUNTIME_DIRS};
 use crate::printout::{json_text, Printout};
 use crate::rule::StubMatcher;
 
@@ -481,27 +481,36 @@ fn is_problem(l: &LookupView) -> bool {
     }
 }
 
-/// The lookups the first lines answer for, in the loader's order, each row with the lookups it
-/// stands for: every lookup of a driver library and every problem (with LIBNAMEs, every lookup
-/// shown). Lookups that only reuse a file already loaded under the same name are one row.
+/// The lookups the first lines answer for, each row with the lookups it stands for: every
+/// lookup of a driver library, `libcuda.so.1` first, then the other driver libraries in the
+/// order of [`DRIVER_LIBRARIES`], then every other problem, each in the loader's order (with
+/// LIBNAMEs, every lookup shown, in the loader's order). Lookups of one name that end the same
+/// way (the same file, already loaded; nothing found) are one row.
 fn answer_rows(r: &ExplainReport) -> Vec<Vec<usize>> {
-    let mut rows: Vec<Vec<usize>> = Vec::new();
-    let mut reuse_row: Vec<((&str, Option<&str>), usize)> = Vec::new();
+    type Key<'a> = (&'a str, &'static str, Option<&'a str>, &'a str);
+    let mut rows: Vec<(Key, Vec<usize>)> = Vec::new();
     for (k, l) in r.lookups.iter().enumerate() {
         if !(r.filtered || l.driver_library || is_problem(l)) {
             continue;
         }
-        if l.result == "already_loaded" && l.found_via.is_none() {
-            let key = (l.name.as_str(), l.path.as_deref());
-            if let Some((_, row)) = reuse_row.iter().find(|(k2, _)| *k2 == key) {
-                rows[*row].push(k);
-                continue;
-            }
-            reuse_row.push((key, rows.len()));
+        let key = (l.name.as_str(), l.result, l.path.as_deref(), l.why.as_str());
+        match rows.iter_mut().find(|(k2, _)| *k2 == key) {
+            Some((_, row)) => row.push(k),
+            None => rows.push((key, vec![k])),
         }
-        rows.push(vec![k]);
     }
-    rows
+    if !r.filtered {
+        // Stable: the loader's order within each library.
+        rows.sort_by_key(|(_, row)| {
+            let l = &r.lookups[row[0]];
+            let name = base(l.expanded.as_deref().unwrap_or(&l.name));
+            DRIVER_LIBRARIES
+                .iter()
+                .position(|d| *d == name)
+                .unwrap_or(DRIVER_LIBRARIES.len())
+        });
+    }
+    rows.into_iter().map(|(_, row)| row).collect()
 }
 
 /// Who asked, for an answer line: `libcudart.so.13 (dlopen)`, `app`; at most six, then how
@@ -983,6 +992,56 @@ mod tests {
         );
         assert!(lines.contains(&want), "{lines:#?}");
         assert!(!lines.iter().any(|l| l.contains("STUB")), "{lines:#?}");
+    }
+
+    #[test]
+    fn libcuda_comes_first_then_the_other_driver_libraries_then_the_problems() {
+        // libnvidia-ml.so.1 dlopen()ed (the string) and a missing library, both looked up
+        // before libcuda.so.1; no driver anywhere: each dlopen finds nothing.
+        let mut fs = MemFs::default();
+        let both = ElfInfo {
+            rodata_names: vec![b"libnvidia-ml.so.1".to_vec(), b"libcuda.so.1".to_vec()],
+            ..info(&[], Some("/t/lib"), None)
+        };
+        fs.lib("/t/lib/libc10_cuda.so", both.clone())
+            .lib("/t/lib/libnccl.so.2", both)
+            .lib(
+                "/c/lib/libcudart.so.13",
+                ElfInfo {
+                    soname: Some(b"libcudart.so.13".to_vec()),
+                    ..info(&[], Some("/c/lib"), None)
+                },
+            );
+        let exe = info(
+            &[
+                "libmissing.so.3",
+                "libc10_cuda.so",
+                "libnccl.so.2",
+                "libcudart.so.13",
+            ],
+            Some("/t/lib:/c/lib"),
+            None,
+        );
+        let lines = short(&fs, exe, &x86_64_settings(None));
+        assert!(
+            lines[1].starts_with("libcuda.so.1 for libcudart.so.13 (dlopen), ")
+                && lines[1].contains("libc10_cuda.so (dlopen)")
+                && lines[1].ends_with(
+                    " => NOT FOUND: the dlopen() finds nothing here (the program copes)"
+                ),
+            "{lines:#?}"
+        );
+        assert!(
+            lines[2].starts_with(
+                "libnvidia-ml.so.1 for libc10_cuda.so (dlopen) and libnccl.so.2 (dlopen) => NOT FOUND"
+            ),
+            "{lines:#?}"
+        );
+        assert_eq!(
+            lines[3], "libmissing.so.3 for app => NOT FOUND",
+            "{lines:#?}"
+        );
+        assert_eq!(lines[4], "", "{lines:#?}");
     }
 
     #[test]
