@@ -24,8 +24,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("2", "usage error (bad command line)"),
     (
         "3",
-        "a file could not be read or processed (the other files still are), or stdout could not \
-         be written",
+        "a file could not be read or processed (the other files still are); or stdout could not \
+         be written (a closed pipe ends the printing quietly instead)",
     ),
 ];
 
