@@ -153,6 +153,28 @@ for f in "$prefix"/lib/lib*.so.1 "$WORK"/src/build/lib*/chainpkg/*.so; do
   eu-elflint --gnu-ld "$f" >/dev/null 2>&1 || inputsClean=0
 done
 echo "run.sh: eu-elflint on the unrepaired extension and libraries: $( ((inputsClean)) && echo clean || echo messages)"
+# lint_results CLEAN HAVE LINT: eu-elflint on what each tool wrote. `HAVE TOOL` says whether TOOL
+# repaired a wheel, `LINT TOOL` lints its files (non-zero when eu-elflint complains). elfpatch's
+# must be clean when CLEAN (the inputs were); patchelf's messages are reported.
+lint_results() {
+  local clean=$1 have=$2 lint=$3
+  if ! "$have" elfpatch; then
+    echo "note: no wheel repaired with elfpatch for eu-elflint"
+  elif ((clean)); then
+    check elfpatch "eu-elflint --gnu-ld clean on elfpatch's grafted libraries and extension" "$lint" elfpatch
+  else
+    echo "note: the inputs draw eu-elflint messages themselves; elfpatch's result only reported"
+    "$lint" elfpatch || true
+  fi
+  "$have" patchelf || return 0
+  if "$lint" patchelf >"$WORK/elflint-patchelf.log" 2>&1; then
+    echo "note: eu-elflint --gnu-ld clean on patchelf's grafted libraries and extension"
+  else
+    echo "note: eu-elflint --gnu-ld on patchelf 0.19.3's repair: $(grep -vc '^==' "$WORK/elflint-patchelf.log") messages"
+    sed 's/^/       /' "$WORK/elflint-patchelf.log" | head -20
+  fi
+}
+
 repaired() { [[ -n $(compgen -G "$WORK/repaired-$1/*.whl") ]]; }
 lint_results "$inputsClean" repaired elflint_grafted
 

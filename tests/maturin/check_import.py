@@ -28,7 +28,10 @@ def main():
     check(True, f"import xmlwheel ({xmlwheel.__file__})")
     got = xmlwheel.root_name("<library><grafted/></library>")
     check(got == "library", f"root_name through libxml2 = {got!r} (want 'library')")
-    site = os.path.realpath(os.path.dirname(xmlwheel.__file__))
+    # maturin installs a package (xmlwheel/__init__.py beside the extension) or a bare module;
+    # the grafted libraries go next to it in site-packages.
+    here = os.path.realpath(os.path.dirname(xmlwheel.__file__))
+    site = os.path.dirname(here) if os.path.basename(xmlwheel.__file__) == "__init__.py" else here
     libs = os.path.join(site, "xmlwheel.libs")
     check(os.path.isdir(libs), f"the wheel installed {libs}")
     mapped = mapped_files()
