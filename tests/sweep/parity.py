@@ -432,9 +432,14 @@ def main(argv=None):
         tools.append((name, got[0][1]))
         log("%s: %s (%s)" % (name, got[0][1], got[0][2]))
     parts = set(args.parts.split(","))
-    if "edit" in parts and not shutil.which("bwrap"):
-        log("bwrap (bubblewrap) is needed to run the edited programs read-only: apt-get install bubblewrap")
-        return 2
+    if "edit" in parts:
+        # The --version check must run, or fail here: a sandbox that cannot start would make every
+        # program look as if it printed nothing, and the check would silently not happen.
+        rc, out, err = run(SANDBOX + ["/bin/echo", "sandbox"], timeout=30)
+        if rc != 0 or out != b"sandbox\n":
+            log("bwrap (bubblewrap) cannot run a program read-only here (status %d: %s); "
+                "apt-get install bubblewrap, and run as root or with user namespaces" % (rc, err.strip()))
+            return 2
     files = common.find_elf_files(args.roots)
     log("%d ELF files under %s" % (len(files), " ".join(args.roots)))
     failed = 0
@@ -470,6 +475,9 @@ def main(argv=None):
         log("")
         bad, tot = report("edit", recs, log, args.show)
         failed += bad
+        if tot["--version run"] == 0:
+            log("FAIL: no edited program was run with --version: the check did not happen")
+            failed += 1
         log("edit: %d files (of %d dynamically linked, up to %d MiB) x %d edits = %d comparisons, "
             "%d the same, %d allowed, %d not; --version run on %d results; %.0f s"
             % (len(sample), len(candidates), args.max_size, len(EDITS), tot["compared"], tot["same"],

@@ -336,6 +336,14 @@ fn a_closed_stdout_ends_quietly_never_with_a_panic() {
             assert!(out.ends_with("status=0\n"), "{args}: {out}");
         }
     }
+    // stderr closed too (both go to the pipe): the failure's own status, never a panic's 101.
+    for _ in 0..10 {
+        let script = format!(
+            "{bin} --print-rpath /nonexistent/x 2>&1 | (exec 0<&-; true); echo \"status=${{PIPESTATUS[0]}}\""
+        );
+        let o = run(Command::new("bash").args(["-c", &script]));
+        assert_eq!(text(&o.stdout), "status=3\n", "{o:?}");
+    }
     // Any other write error is said, with status 3.
     if Path::new("/dev/full").exists() {
         let o = run(Command::new(bin)
@@ -402,9 +410,18 @@ fn facts_no_loader_cares_about_are_shown_only_with_debug() {
     b[at..at + 8].copy_from_slice(&off.to_le_bytes());
     let f = k.library.with_extension("misaligned");
     fs::write(&f, &b).unwrap();
-    let o = run(elfpatch().arg("--print-soname").arg(&f));
+    let o = run(elfpatch()
+        .arg("--print-soname")
+        .arg(&f)
+        .env_remove("PATCHELF_DEBUG"));
     assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
     let o = run(elfpatch().args(["--debug", "--print-soname"]).arg(&f));
+    assert!(text(&o.stderr).contains("not naturally aligned"), "{o:?}");
+    // patchelf's switch for its debug output, which its own tests set.
+    let o = run(elfpatch()
+        .arg("--print-soname")
+        .arg(&f)
+        .env("PATCHELF_DEBUG", "1"));
     assert!(text(&o.stderr).contains("not naturally aligned"), "{o:?}");
     // Damage is said on every run: a name offset out of bounds.
     let mut b = fs::read(&k.library).unwrap();

@@ -40,6 +40,19 @@ use object::elf::ET_DYN;
 use options::{parse_args, Action, Args, ParseError};
 use rpath::{current_rpath, rpath_edits};
 
+/// `eprintln!` that never panics: a closed stderr (`elfpatch ... 2>&1 | head -1`) loses the
+/// message, not the run.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `text` on stderr as it is, never panicking.
+fn say_raw(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
 /// Why one file failed: elfpatch said so, or the file's resolution-cache note disagrees.
 enum Failure {
     Elf(elfpatch::Error),
@@ -130,7 +143,7 @@ struct Said<'a> {
 impl Said<'_> {
     /// `PROG: FILE: warning: what`.
     fn warn(&self, path: &Path, what: impl std::fmt::Display) {
-        eprintln!("{}: {}: warning: {what}", self.prog, path.display());
+        say!("{}: {}: warning: {what}", self.prog, path.display());
     }
 }
 
@@ -258,7 +271,7 @@ fn whole(said: &Said, a: &Args, path: &Path, file: &ElfFile, out: &mut Out) -> R
         said.warn(path, w);
     }
     if a.debug {
-        eprintln!(
+        say!(
             "{}: {}: {:?}, {} writes, {} bytes, length {} -> {}",
             said.prog,
             path.display(),
@@ -369,7 +382,7 @@ fn debug_info(
         return Err(why.into());
     }
     if a.debug {
-        eprintln!(
+        say!(
             "{}: {}: a separate debug-info file: no dynamic section contents, nothing done",
             said.prog,
             path.display()
@@ -398,7 +411,7 @@ fn build_note(a: &Args, path: &Path, opts: &Options) -> Result<(), Failure> {
             return Err(Failure::StaleNote(path.to_path_buf()));
         }
         // patchelf's own words, which its tests compare.
-        eprintln!("{warning}");
+        say!("{warning}");
         Ok(())
     };
     if e.dynamic.is_none() {
@@ -436,27 +449,30 @@ fn main() -> ExitCode {
     let argv: Vec<OsString> = argv.collect();
     if argv.is_empty() {
         // As patchelf: no arguments at all, the help on stderr and a failure.
-        eprint!("{}", docs::help(&prog));
+        say_raw(&docs::help(&prog));
         return ExitCode::from(2);
     }
     let mut out = Out {
         closed: false,
         error: None,
     };
-    let args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
+    let mut args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
         Ok(a) => a,
         Err(ParseError::Usage(msg)) => {
-            eprintln!("{prog}: {msg} (see {prog} --help)");
+            say!("{prog}: {msg} (see {prog} --help)");
             return ExitCode::from(2);
         }
         Err(ParseError::AtFile(msg)) => {
-            eprintln!("{prog}: {msg}");
+            say!("{prog}: {msg}");
             return ExitCode::from(3);
         }
     };
+    // patchelf's own switch for its debug output (its test suite sets it, and greps for what
+    // elfpatch says only then: facts no loader cares about).
+    args.debug |= std::env::var_os("PATCHELF_DEBUG").is_some();
     if args.debug {
         // Which program answers, whatever its name: clients parse `--version`, people read this.
-        eprintln!("{prog}: {}", docs::identity());
+        say!("{prog}: {}", docs::identity());
     }
     let said = Said { prog: &prog };
     let status = match args.action {
@@ -475,12 +491,12 @@ fn main() -> ExitCode {
         }
         None => {
             for w in &args.warnings {
-                eprintln!("{prog}: warning: {w}");
+                say!("{prog}: warning: {w}");
             }
             let mut status = 0u8;
             for f in &args.files {
                 if let Err(e) = process(&said, &args, f, &mut out) {
-                    eprintln!("{prog}: {e}");
+                    say!("{prog}: {e}");
                     if status == 0 {
                         status = e.exit_code();
                     }
@@ -491,7 +507,7 @@ fn main() -> ExitCode {
     };
     match out.error {
         Some(e) => {
-            eprintln!("{prog}: cannot write to stdout: {e}");
+            say!("{prog}: cannot write to stdout: {e}");
             ExitCode::from(if status == 0 { EXIT_STDOUT } else { status })
         }
         None => ExitCode::from(status),

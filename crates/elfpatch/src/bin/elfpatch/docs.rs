@@ -29,7 +29,7 @@ leave it as it is, and succeed, as patchelf's do (nixpkgs' hooks take --print-rp
 a dynamic file, then edit its run path). A file whose section header table does not fit in it (cut short) \
 is refused for every option, a print included, and left byte-identical (patchelf: \"section \
 header table out of bounds\"); other damage to the section headers is worked around and said \
-on stderr. Messages are `PROG: FILE: what`, PROG the name elfpatch was run as.";
+on stderr, and facts no loader cares about (section alignment) only with --debug. Messages are `PROG: FILE: what`, PROG the name elfpatch was run as.";
 
 /// Exit statuses, as `Failure::exit_code` in elfpatch.rs maps error kinds: the table the
 /// stubstrip binary shares where the meanings overlap (0, 2, 3).
@@ -141,7 +141,10 @@ pub fn help(prog: &str) -> String {
         let lead = if i == 0 { "usage:" } else { "      " };
         let _ = writeln!(s, "{lead} {prog} {form}");
     }
-    let _ = write!(s, "\n{SUMMARY} This is {}.\n\n", identity());
+    s.push('\n');
+    s.push_str(&wrap("", 0, SUMMARY, 100));
+    let _ = writeln!(s, "This is {}.", identity());
+    s.push('\n');
     for o in OPTIONS {
         let syn = synopsis(o);
         let first = if syn.len() <= 30 {
@@ -412,6 +415,12 @@ mod tests {
             assert!(
                 h.contains(&format!("elfpatch {form}")),
                 "--help lacks {form}"
+            );
+        }
+        for line in h.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "--help line over 100 columns: {line}"
             );
         }
     }

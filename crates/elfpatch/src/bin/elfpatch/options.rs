@@ -651,7 +651,7 @@ pub const OPTIONS: &[Opt] = &[
         complete: Complete::Text,
         at_file: false,
         repeats: false,
-        help: "say on stderr which program answers (elfpatch, whatever its name), each edit's layout, and what no loader cares about (section alignment)",
+        help: "say on stderr which program answers (elfpatch, whatever its name), each edit's layout, and what no loader cares about (section alignment); also when PATCHELF_DEBUG is set, as patchelf's debug output",
         set: |a, _| {
             a.debug = true;
             Ok(())
