@@ -88,14 +88,7 @@ def facts_of(path):
     dyn = e.segment(elfmini.PT_DYNAMIC)
     f["dynamic"] = dyn is not None and dyn["filesz"] > 0
     f["interp"] = e.segment(elfmini.PT_INTERP) is not None
-    f["debug_info"] = False
-    try:
-        for i in range(len(e.shdrs)):
-            s = e.shdrs[i]
-            if s["type"] == 8 and elfmini.section_name(e, i) == ".dynamic":  # SHT_NOBITS
-                f["debug_info"] = True
-    except (elfmini.ElfError, KeyError, IndexError):
-        pass
+    f["debug_info"] = common.is_debug_info(e)
     return f
 
 
