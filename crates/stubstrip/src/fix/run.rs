@@ -23,12 +23,13 @@ pub fn fix_file(path: &Path, rule: &StubRule) -> FixOutcome {
         note.as_ref().map(|n| &n.cache),
         rule,
     );
+    let damage = elf_file::damage(&elf);
     drop(elf);
     if p.edits.is_empty() {
-        return FixOutcome::Clean;
+        return FixOutcome::Clean(damage);
     }
     match elf_file::edit(path, &p.edits) {
-        Ok(()) => FixOutcome::Changed(p.changes),
+        Ok(()) => FixOutcome::Changed(p.changes, damage),
         Err(e) => FixOutcome::Failed(e),
     }
 }

@@ -198,7 +198,7 @@ fn fixed_files(fixed: &[(PathBuf, FixOutcome)]) -> Vec<FixedFile> {
     fixed
         .iter()
         .filter_map(|(path, outcome)| {
-            let FixOutcome::Changed(changes) = outcome else {
+            let FixOutcome::Changed(changes, _) = outcome else {
                 return None;
             };
             // A file the fix rewrote and that cannot be read now has nothing to offer here;
