@@ -115,8 +115,10 @@ pub enum Command {
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...
     #[command(
-        after_help = "Exit status: 0 no stub entry; 1 stub entries found (even if some \
-                            file could not be read); 2 usage error; 3 some file could not be read."
+        after_help = "Exit status: 0 no stub entry (also when PATH... holds no ELF file: an output \
+                            of headers or documentation is clean, and the summary says 'nothing \
+                            checked'); 1 stub entries found (even if some file could not be read); \
+                            2 usage error; 3 some file could not be read."
     )]
     Check(CheckArgs),
     /// What the setup hook runs: fix, check again from disk, audit, and print what the hook exports.

@@ -157,7 +157,13 @@ impl<'a> FixReport<'a> {
             let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
         }
         for d in &self.damaged {
-            let _ = writeln!(p.diagnostics, "stubstrip: {}: warning: {}", d.path, d.error);
+            let _ = writeln!(
+                p.diagnostics,
+                "{}: {}: warning: {}",
+                crate::prog::name(),
+                d.path,
+                d.error
+            );
         }
         let out = &mut p.report;
         if verbose {
