@@ -29,6 +29,13 @@ use std::process::ExitCode;
 use elfpatch::{edit_to, resolve_symlinks, Edit, Elf, ElfFile, ErrorKind, Options};
 use options::{parse_args, Action, Args, ParseError};
 
+/// The allocator of the binary (the crate's `dlmalloc` feature, on by default): a call's cost is
+/// mostly its start-up, and dlmalloc packs a call's few allocations into one mapping where musl's
+/// malloc maps and unmaps each buffer (Cargo.toml says more).
+#[cfg(feature = "dlmalloc")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 /// Why one file failed: elfpatch said so, or the file cannot answer a query.
 enum Failure {
     Elf(elfpatch::Error),
