@@ -53,7 +53,12 @@ mkdir -p "$dist" "$work/src" "$work/stage"
 
 # --- the tools ------------------------------------------------------------------------------------
 command -v rustup >/dev/null || die "rustup is needed (https://rustup.rs): it installs the pinned toolchain $TOOLCHAIN"
-rustup toolchain install "$TOOLCHAIN" --profile minimal --target "$TARGET" >&2
+# Installed once; an installed toolchain of that name is left as it is (only the target added).
+if ! rustup run "$TOOLCHAIN" rustc --version >/dev/null 2>&1; then
+    rustup toolchain install "$TOOLCHAIN" --profile minimal --target "$TARGET" >&2
+elif ! rustup target list --installed --toolchain "$TOOLCHAIN" | grep -qx "$TARGET"; then
+    rustup target add --toolchain "$TOOLCHAIN" "$TARGET" >&2
+fi
 export RUSTUP_TOOLCHAIN=$TOOLCHAIN
 venv=$root/target/release-tools/venv
 if [[ $("$venv/bin/maturin" --version 2>/dev/null) != "maturin ${MATURIN#maturin==}" ]]; then
@@ -80,7 +85,11 @@ cargoHome=${CARGO_HOME:-$HOME/.cargo}
 export CARGO_TARGET_DIR=$targetDir
 export RUSTFLAGS="--remap-path-prefix=$src=$name --remap-path-prefix=$cargoHome=cargo-home --remap-path-prefix=$targetDir=target"
 cargoArgs=(--locked --profile dist --target "$TARGET")
-(cd "$src" && cargo build "${cargoArgs[@]}" -p elfpatch -p stubstrip) || die "cargo build failed"
+# One package per cargo call: built together, cargo would give their dependencies the union of the
+# features both ask for, and elfpatch would not be the binary maturin builds alone for the wheel.
+for p in elfpatch stubstrip; do
+    (cd "$src" && cargo build "${cargoArgs[@]}" -p "$p" --bin "$p") || die "cargo build -p $p failed"
+done
 bin=$targetDir/$TARGET/dist
 for b in elfpatch stubstrip; do
     # Static: no program interpreter and no shared library needed, so nothing to load but the file.
