@@ -69,7 +69,7 @@ fi
 
 # --- the source tarball ---------------------------------------------------------------------------
 # git archive: names sorted, owner root, every mtime the commit's time. .gitattributes leaves out
-# nix/upstream, so that writing this tarball's hash there does not change the tarball.
+# nixpkgs' package file, so that writing this tarball's hash there does not change the tarball.
 tarball=$dist/$name.tar.gz
 git archive --format=tar --prefix="$name/" "$commit" | gzip -n -9 >"$tarball"
 tar -xzf "$tarball" -C "$work/src"
