@@ -135,7 +135,7 @@ src() {
     diff <(git archive --format=tar --prefix="$s/" HEAD | tar -t | sort) <(sort <<<"$list") &&
     grep -qx "$s/Cargo.lock" <<<"$list" && grep -qx "$s/hooks/stubstrip-hook.sh" <<<"$list" &&
     grep -qx "$s/nix/upstream/overlay.nix" <<<"$list" &&
-    ! grep -q "^$s/nix/upstream/pkgs/by-name/" <<<"$list"
+    ! grep -q "^$s/nix/upstream/pkgs/by-name/.*/package.nix" <<<"$list"
 }
 check "stubstrip-$version.tar.gz: git archive of HEAD (Cargo.lock, hooks/), without the nixpkgs package" src
 
