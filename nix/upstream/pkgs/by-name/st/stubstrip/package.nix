@@ -21,10 +21,10 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "@SRC_HASH@";
+    hash = "sha256-sObp2/IHyjH9STvuzX5yp7YKW4MvZjaNTG0UkuahMFo=";
   };
 
-  cargoHash = "@CARGO_HASH@";
+  cargoHash = "sha256-gsa3ROmn4BtaUlfLSqw7uUr/6hAa01vxe+SOxJgTtq4=";
 
   strictDeps = true;
   __structuredAttrs = true;
