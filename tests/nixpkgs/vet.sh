@@ -140,7 +140,7 @@ elif grep -q 'NPV-166' "$work/vet-control.log" && ! grep -q 'NPV-120' "$work/vet
 else
     fail "the control fails nixpkgs-vet with NPV-166 alone" "$(grep -v '^\s*[0-9]*|' "$work/vet-control.log" | tail -8)"
 fi
-grep -E 'NPV-' "$work/vet-control.log" | sed 's/^/    /' | head -4
+grep -B2 'NPV-166' "$work/vet-control.log" | sed 's/^/    /' | head -4
 
 # --- the package as nixpkgs-vet's evaluation sees it ----------------------------------------------
 if info=$("$instantiate" --eval --strict --json --arg nixpkgsPath "$work/pr" --arg names '[ "stubstrip" ]' \
