@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-sObp2/IHyjH9STvuzX5yp7YKW4MvZjaNTG0UkuahMFo=";
+    hash = "sha256-+zMriG3DSKaAaeL25MloMGiiJMAE10Nc2R23Iod+M0M=";
   };
 
   cargoHash = "sha256-gsa3ROmn4BtaUlfLSqw7uUr/6hAa01vxe+SOxJgTtq4=";
