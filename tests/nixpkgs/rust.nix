@@ -107,9 +107,12 @@ in
       cargoDeps = vendor;
       cargoHash = null;
       # Without a sandbox $HOME (/homeless-shelter) is writable, and cargo would make its cache
-      # there; Nix then refuses every later build until it is removed.
+      # there, and fish (which the completion tests start when it is on PATH, as the host's is
+      # here) its configuration; Nix then refuses every later build until it is removed.
       postUnpack = ''
         export CARGO_HOME=$NIX_BUILD_TOP/cargo-home
+        export HOME=$NIX_BUILD_TOP/home
+        mkdir -p "$HOME"
       '';
     }
   )
