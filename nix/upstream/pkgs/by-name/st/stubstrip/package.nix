@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-+zMriG3DSKaAaeL25MloMGiiJMAE10Nc2R23Iod+M0M=";
+    hash = "sha256-0JHJsOWDl9DIo9V486gkiBFNtJTXAIP5EtLuAVyppiQ=";
   };
 
   cargoHash = "sha256-gsa3ROmn4BtaUlfLSqw7uUr/6hAa01vxe+SOxJgTtq4=";
