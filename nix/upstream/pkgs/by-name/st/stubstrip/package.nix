@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-0JHJsOWDl9DIo9V486gkiBFNtJTXAIP5EtLuAVyppiQ=";
+    hash = "sha256-FMDObf+MsRwmOl9Q/ulEr8zas5eiVdDmo+aigjMfkyA=";
   };
 
   cargoHash = "sha256-gsa3ROmn4BtaUlfLSqw7uUr/6hAa01vxe+SOxJgTtq4=";
