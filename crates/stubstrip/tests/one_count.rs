@@ -94,7 +94,11 @@ fn fixup(t: &Tree, extra: &[&str]) -> Run {
     ])
     .args(extra)
     .arg("--")
-    .arg(&t.out);
+    .arg(&t.out)
+    // The tree and its driver link lie in the test's temporary directory, which in a Nix build's
+    // checkPhase is inside the build directory: the audit would rightly call them leaks (SS003).
+    .env_remove("TMPDIR")
+    .env_remove("NIX_BUILD_TOP");
     run_limited(&mut c, true)
 }
 
@@ -270,6 +274,12 @@ fn a_file_that_cannot_be_read_is_seen_counted_and_never_passes() {
     };
     c.args(["check", "--json"]).arg(d.path());
     let r = run_limited(&mut c, true);
+    // Under a private directory (a Nix build's TMPDIR is mode 700) nobody cannot even list the
+    // test's directory: nothing to test there.
+    if is_root && json(&r)["census"]["files_seen"] == 0 && r.stderr.contains("Permission denied") {
+        skip("nobody cannot reach the test's directory (a private parent directory, as in a Nix build)");
+        return;
+    }
     assert_eq!(r.code, 3, "{}", r.stderr);
     let v = json(&r);
     assert_eq!(v["census"]["files_seen"], 1, "{v:#}");

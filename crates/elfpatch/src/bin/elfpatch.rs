@@ -53,6 +53,13 @@ fn say_raw(text: &str) {
     let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
+/// The allocator of the binary (the crate's `dlmalloc` feature, on by default): a call's cost is
+/// mostly its start-up, and dlmalloc packs a call's few allocations into one mapping where musl's
+/// malloc maps and unmaps each buffer (Cargo.toml says more).
+#[cfg(feature = "dlmalloc")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 /// Why one file failed: elfpatch said so, or the file's resolution-cache note disagrees.
 enum Failure {
     Elf(elfpatch::Error),
