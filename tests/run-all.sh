@@ -172,8 +172,8 @@ suite_auditwheel() { tests/auditwheel/run.sh; }
 suite_maturin() { tests/maturin/run.sh; }
 # The manual pages and completions the packages install: each page renders, each script parses.
 suite_manpages() { tests/manpages/run.sh; }
-# Every repository path the README names exists.
-suite_readme_paths() { python3 tests/readme-paths/check.py; }
+# Every repository path the README, docs/ and the Nix guide name exists.
+suite_readme_paths() { python3 tests/readme-paths/check.py README.md docs/*.md nix/README-section.md; }
 suite_bench_smoke() {
   # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
   python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&

@@ -71,3 +71,9 @@ pub use need::Need;
 pub use plan::{dropped, plan, Edit, Layout, Options, Plan};
 pub use read::Elf;
 pub use refs::Tables;
+
+/// The repository README's Rust snippet, compiled and run by `cargo test --doc`, so the first
+/// example a library user meets cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
