@@ -14,16 +14,23 @@ times, in the same run and interleaved call by call, the command lines stdenv's 
 with patchelf, elfpatch as `cargo build --release` links it (target/release: dynamically linked),
 elfpatch linked statically against glibc (`cargo build-static`, .cargo/config.toml; built here
 unless --no-static), elfpatch linked against musl when target/x86_64-unknown-linux-musl/release
-holds one (`cargo build-musl`), and any other program given with --compare. Every edit starts
+holds one (`cargo build-musl`), the released binary when target/dist/elfpatch is there
+(`bash release/build.sh`: musl, static, not position-independent, the `dist` profile), and any
+other program given with --compare. Two no-op programs are timed with the same command lines as
+the floor no start-up can go below: a static program without a libc whose entry point only
+exits (`gcc -static -nostdlib`), and an empty Rust `main` linked statically against musl (built
+when rustup has the musl target); they are left out of the output checks. Every edit starts
 from a fresh copy of the file (made untimed, before the call). Each call is one posix_spawn +
 wait4 from this process: wall time from a monotonic clock around both, CPU time (user + system)
 from the child's rusage. CPU time is what the call costs the machine and moves little with its
 load; wall time adds waiting for a core. Then, per tool, one call over many copies (CPU per file,
 less one start-up): the work without the process start. Prints the medians per call, the ratios
 patchelf / elfpatch, the load average before and after, and checks that every tool printed the
-same and left the same RUNPATH (exit 1 if not). Not a timed test: it sets no target.
+same and left the same RUNPATH (exit 1 if not). Last, every tool's time per call as a fraction of
+patchelf's (lower is faster; the release's goal is 0.8×, the no-ops show the limit). Not a timed
+test: it sets no target.
 
-    python3 bench/startup_bench.py [--calls 500] [--no-static] [--elfpatch PATH] [--patchelf PATH] [--compare LABEL=PATH ...]
+    python3 bench/startup_bench.py [--calls 500] [--no-static] [--no-floor] [--elfpatch PATH] [--patchelf PATH] [--compare LABEL=PATH ...]
 """
 import argparse
 import os
@@ -47,6 +54,41 @@ PROG_C = """
 #include <stdio.h>
 int main(void) { puts("hello"); return 0; }
 """
+
+
+# The exit system call, per machine: the whole program of the libc-free no-op.
+NOOP_START = {
+    "x86_64": 'void _start(void) { __asm__ volatile("mov $60, %eax\\n xor %edi, %edi\\n syscall"); }\n',
+    "aarch64": 'void _start(void) { __asm__ volatile("mov x8, #93\\n mov x0, #0\\n svc #0"); }\n',
+}
+
+
+def build_floors(work):
+    """The no-op programs (label, path) that this machine can build: see the module's doc."""
+    floors = []
+    src = os.path.join(work, "noop-src")
+    os.makedirs(src, exist_ok=True)
+    start = NOOP_START.get(platform.machine())
+    if start:
+        c = os.path.join(src, "noop.c")
+        with open(c, "w") as f:
+            f.write(start)
+        exe = os.path.join(work, "noop-nolibc")
+        if subprocess.run(["gcc", "-O2", "-static", "-nostdlib", "-fno-pie", "-no-pie", "-o", exe, c]).returncode == 0:
+            floors.append(("no-op, no libc", exe))
+    rs = os.path.join(src, "noop.rs")
+    with open(rs, "w") as f:
+        f.write("fn main() {}\n")
+    target = f"{platform.machine()}-unknown-linux-musl"
+    libdir = subprocess.run(["rustc", "--print", "target-libdir", "--target", target], capture_output=True, text=True).stdout.strip()
+    if libdir and os.path.isdir(libdir):
+        exe = os.path.join(work, "noop-rust-musl")
+        flags = ["-C", "opt-level=3", "-C", "panic=abort", "-C", "relocation-model=static", "-C", "strip=symbols"]
+        if subprocess.run(["rustc", "--target", target, *flags, "-o", exe, rs]).returncode == 0:
+            floors.append(("no-op, Rust musl", exe))
+    else:
+        print(f"startup_bench: no Rust no-op (rustup target add {target})", file=sys.stderr)
+    return floors
 
 
 def build_inputs(work):
@@ -110,6 +152,7 @@ def main():
     ap.add_argument("--compare", action="append", default=[], metavar="LABEL=PATH",
                     help="another patchelf-compatible program to time alongside (repeatable)")
     ap.add_argument("--no-static", action="store_true", help="leave out the statically linked builds")
+    ap.add_argument("--no-floor", action="store_true", help="leave out the no-op programs")
     ap.add_argument("--dir", default=None, help="work directory (a few MiB)")
     a = ap.parse_args()
     if not a.patchelf:
@@ -128,15 +171,21 @@ def main():
                 tools.append(("elfpatch musl", musl))
             else:
                 print("startup_bench: cargo build-musl failed; the musl build is left out", file=sys.stderr)
+    release = os.path.join(ROOT, "target/dist/elfpatch")
+    if os.path.exists(release):
+        tools.append(("elfpatch release", release))
     for c in a.compare:
         label, _, path = c.partition("=")
         if not path:
             sys.exit(f"--compare {c}: expected LABEL=PATH")
         tools.append((label, os.path.abspath(path)))
     versions = {label: subprocess.run([p, "--version"], capture_output=True, text=True).stdout.strip() for label, p in tools}
-    load_before = os.getloadavg()
 
     with tempfile.TemporaryDirectory(dir=a.dir, prefix="startup-bench-") as work:
+        floors = [] if a.no_floor else build_floors(work)
+        floor_labels = {label for label, _ in floors}
+        tools += floors
+        load_before = os.getloadavg()
         lib, prog, deps = build_inputs(work)
         store = ":".join(f"/nix/store/{c * 32}-{n}/lib" for c, n in [("a", "glibc-2.40-66"), ("b", "gcc-14.3.0-lib"), ("c", "zlib-1.3.1")])
         # (name, arguments before the file, the pristine file, whether the call writes)
@@ -181,7 +230,7 @@ def main():
                 outs[label].seek(0)
                 text = outs[label].read()
                 outs[label].close()
-                if name == "--version":
+                if name == "--version" or label in floor_labels:
                     continue
                 rp = runpath(copies[label])
                 seen[label] = (text, rp)
@@ -196,6 +245,8 @@ def main():
         batch = {}  # (op, label) -> CPU seconds per file
         for name, args in [("--print-rpath", ["--print-rpath"]), ("--set-rpath (grows)", ["--set-rpath", store])]:
             for label, path in tools:
+                if label in floor_labels:
+                    continue
                 d = os.path.join(work, "batch", label)
                 shutil.rmtree(d, ignore_errors=True)
                 os.makedirs(d)
@@ -213,7 +264,7 @@ def main():
 
     print(f"files: libsmall.so {sizes['libsmall.so']} bytes, prog {sizes['prog']} bytes; {a.calls} calls per operation and tool, interleaved")
     for label, path in tools:
-        print(f"{label}: {path} ({versions[label] or '?'})")
+        print(f"{label}: {path} ({versions.get(label) or 'no-op'})")
     print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs")
     print()
@@ -235,10 +286,22 @@ def main():
     print(f"Without the process start: one call over {batch_files} copies of libsmall.so, its CPU time less the")
     print("median of `--version` above, per file")
     print()
-    print("| operation | " + " | ".join(l for l, _ in tools) + " |")
-    print("|---|" + "---:|" * len(tools))
+    measured = [l for l, _ in tools if l not in floor_labels]
+    print("| operation | " + " | ".join(measured) + " |")
+    print("|---|" + "---:|" * len(measured))
     for name in ["--print-rpath", "--set-rpath (grows)"]:
-        print(f"| `{name}` | " + " | ".join(f"{batch[(name, l)] * 1e6:.1f} µs" for l, _ in tools) + " |")
+        print(f"| `{name}` | " + " | ".join(f"{batch[(name, l)] * 1e6:.1f} µs" for l in measured) + " |")
+    print()
+    print("Time per call as a fraction of patchelf's (wall / CPU; lower is faster, the goal is 0.8×):")
+    print()
+    print("| operation | " + " | ".join(others) + " |")
+    print("|---|" + "---:|" * len(others))
+    for name, *_ in ops:
+        med = {l: (statistics.median(results[(name, l)][0]), statistics.median(results[(name, l)][1]))
+               for l, _ in tools if results[(name, l)][0]}
+        cells = [f"{med[l][0] / med['patchelf'][0]:.2f}× / {med[l][1] / med['patchelf'][1]:.2f}×" if l in med else "-"
+                 for l in others]
+        print(f"| `{name}` | " + " | ".join(cells) + " |")
     if failures:
         for f in failures:
             print(f"FAIL {f}", file=sys.stderr)

@@ -82,7 +82,14 @@ stubstripFixup() {
   mapfile -t outputPaths < <(_stubstripOutputPaths)
   for output in ${outputPaths[@]+"${outputPaths[@]}"}; do fixupArgs+=(--output "$output"); done
   if [[ -n $_stubstripCheckHook ]]; then fixupArgs+=(--propagate-check-hook "$_stubstripCheckHook"); fi
-  if [[ -n ${stubstripAudit-} ]]; then fixupArgs+=(--audit "$stubstripAudit"); fi
+  # stubstripAudit follows the stdenv's convention (any set value turns it on; `true` arrives
+  # as 1): the levels pass as they are, any other value means error. The binary itself takes
+  # only the three levels.
+  case ${stubstripAudit-} in
+    '') ;;
+    info | warning | error) fixupArgs+=(--audit "$stubstripAudit") ;;
+    *) fixupArgs+=(--audit error) ;;
+  esac
   if [[ -n ${dontStubstripCheckFallback-} ]]; then fixupArgs+=(--no-check-fallback); fi
   if [[ -n ${dontStubstripPropagateCheckFallback-} ]]; then fixupArgs+=(--no-propagate-check-fallback); fi
   if declare -F concatTo >/dev/null; then

@@ -5,6 +5,7 @@
   stdenv,
   rustPlatform,
   installShellFiles,
+  glibc,
   gcc,
   patchelf,
   binutils,
@@ -29,17 +30,32 @@ rustPlatform.buildRustPackage {
 
   cargoLock.lockFile = ../Cargo.lock;
 
-  # Manual pages (stubstrip.1, stubstrip-SUBCOMMAND.1) and bash, zsh and fish completions, made
-  # by the binary from the argument definitions it parses with (hidden subcommands), so they
-  # cannot drift from it. A cross build cannot run the binary it built and goes without them.
+  # Statically linked, as the release's binaries (release/README.md): elfpatch is started once per
+  # file where it stands in for patchelf, and a static binary skips the dynamic loader. The `dist`
+  # profile is the release's (fat LTO, one codegen unit, panic=abort; Cargo.toml). On glibc that
+  # takes +crt-static and glibc's static libraries; pkgsStatic builds with musl, static by itself.
+  # RUSTFLAGS reach only the target's crates (buildRustPackage passes --target). bench/README.md
+  # ("Start-up") has what each choice costs per call.
+  buildType = "dist";
+  RUSTFLAGS = lib.optionals stdenv.hostPlatform.isGnu [ "-Ctarget-feature=+crt-static" ];
+  buildInputs = lib.optionals stdenv.hostPlatform.isGnu [ glibc.static ];
+  # The tests as CI runs them: the release profile (fat LTO would make every test binary slow to
+  # link, and tests need unwinding).
+  checkType = "release";
+
+  # Manual pages (stubstrip.1, elfpatch.1) and bash, zsh and fish completions, made by the
+  # binaries from the argument definitions they parse with (`--generate-man`,
+  # `--generate-completion SHELL`), so they cannot drift from them. A cross build cannot run the
+  # binaries it built and goes without them.
   nativeBuildInputs = [ installShellFiles ];
   postInstall = lib.optionalString (stdenv.buildPlatform.canExecute stdenv.hostPlatform) ''
-    $out/bin/stubstrip generate-man stubstrip-man
-    installManPage stubstrip-man/*.1
+    # --- manual pages and completions: the command lines (release/build.sh runs the same) ---
+    $out/bin/stubstrip --generate-man > stubstrip.1
+    installManPage stubstrip.1
     installShellCompletion --cmd stubstrip \
-      --bash <($out/bin/stubstrip generate-completion bash) \
-      --zsh <($out/bin/stubstrip generate-completion zsh) \
-      --fish <($out/bin/stubstrip generate-completion fish)
+      --bash <($out/bin/stubstrip --generate-completion bash) \
+      --zsh <($out/bin/stubstrip --generate-completion zsh) \
+      --fish <($out/bin/stubstrip --generate-completion fish)
     $out/bin/elfpatch --generate-man > elfpatch.1
     installManPage elfpatch.1
     installShellCompletion --cmd elfpatch \

@@ -38,6 +38,7 @@ export STUBSTRIP_REQUIRE_TOOLS=1
 install_tools() {
   local pkgs=(build-essential gcc g++ gcc-12-multilib clang lld mold binutils elfutils patchelf shellcheck unzip
     time python3 python3-venv python3-dev autoconf automake qemu-user nix-bin man-db groff-base zsh fish
+    bubblewrap pkg-config libxml2-dev
     gcc-i686-linux-gnu gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-powerpc64-linux-gnu
     gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu gcc-mips-linux-gnu
     libc6-dev-i386-cross libc6-dev-arm64-cross libc6-dev-armhf-cross libc6-dev-ppc64-cross
@@ -47,7 +48,7 @@ install_tools() {
     libc6.1-dev-alpha-cross libc6-dev-x32-cross)
   # What the suites run, by command: whatever the machine, a missing one fails here, by name,
   # rather than as a suite failing later.
-  local cmds=(cc gcc g++ clang ld.lld mold readelf objcopy eu-elflint shellcheck unzip python3 qemu-aarch64
+  local cmds=(cc gcc g++ clang ld.lld mold readelf objcopy eu-elflint shellcheck unzip python3 qemu-aarch64 bwrap pkg-config
     qemu-s390x nix-instantiate man groff zsh fish aarch64-linux-gnu-gcc mips-linux-gnu-gcc
     mips64el-linux-gnuabi64-gcc powerpc-linux-gnu-gcc sparc64-linux-gnu-gcc alpha-linux-gnu-gcc
     x86_64-linux-gnux32-gcc)
@@ -139,6 +140,11 @@ suite_sweep() {
   python3 tests/sweep/sweep.py --editor both --limit "$SWEEP_LIMIT" &&
     python3 tests/sweep/differential.py --limit "$SWEEP_LIMIT"
 }
+# patchelf parity on the machine's own files (tests/sweep/README.md, "parity.py"): every ELF file
+# under /usr/lib, /usr/bin, /usr/sbin and /usr/libexec x the six print options, and 300 of them x
+# seven edits, against patchelf 0.19.3; a difference passes only where the suite names patchelf
+# wrong.
+suite_parity() { python3 tests/sweep/parity.py --min-files 2000 --edit-limit 300; }
 # Real files auditwheel's patchelf rewrote: the pinned wheels from PyPI (tests/sweep/README.md),
 # without NVIDIA's (700 MB), a sample of WHEELS_LIMIT files.
 : "${WHEELS_LIMIT:=40}"
@@ -155,12 +161,19 @@ suite_patchelf_tests() {
   tests/patchelf-suite/run.sh --m32 || status=1
   return "$status"
 }
-# auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries.
+# The release (release/build.sh): what target/dist holds, and a second build in a fresh clone at
+# another path giving the same bytes. Installs the pinned toolchain's musl target and maturin.
+suite_release() { tests/release/run.sh; }
+# auditwheel repair with elfpatch as `patchelf`, a wheel linking a chain of external libraries:
+# the release's wheel in a fresh venv without PyPI's patchelf (release/build.sh is quick after
+# the release suite).
 suite_auditwheel() { tests/auditwheel/run.sh; }
+# maturin's repair with elfpatch as `patchelf`: a PyO3 extension linking the system's libxml2.
+suite_maturin() { tests/maturin/run.sh; }
 # The manual pages and completions the packages install: each page renders, each script parses.
 suite_manpages() { tests/manpages/run.sh; }
-# Every repository path the README names exists.
-suite_readme_paths() { python3 tests/readme-paths/check.py; }
+# Every repository path the README, docs/ and the Nix guide name exists.
+suite_readme_paths() { python3 tests/readme-paths/check.py README.md docs/*.md nix/README-section.md; }
 suite_bench_smoke() {
   # Benchmarks are not timed tests: this only proves the scripts run (small sizes, no targets).
   python3 bench/elfpatch_bench.py --size 32M --repeat 1 &&
@@ -170,7 +183,7 @@ suite_bench_smoke() {
     python3 bench/growth_bench.py --symbols 2000 --real 20 --real-max-size 32M --report-only
 }
 
-all=(rust crates hook nix package cross cross_prior sweep wheels patchelf_tests auditwheel demo bench_smoke manpages readme_paths)
+all=(rust crates hook nix package cross cross_prior sweep parity wheels patchelf_tests release auditwheel maturin demo bench_smoke manpages readme_paths)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

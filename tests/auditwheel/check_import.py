@@ -12,26 +12,9 @@ the caller has moved it away). Prints `ok ...` or `FAIL ...` per check; exits 1 
 import os
 import sys
 
-failures = 0
-
-
-def check(ok, what):
-    """Prints one check's verdict and counts the failures."""
-    global failures
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures += 1
-
-
-def mapped_files():
-    """The paths of the files mapped into this process, from /proc/self/maps."""
-    paths = set()
-    with open("/proc/self/maps") as maps:
-        for line in maps:
-            fields = line.split(None, 5)
-            if len(fields) == 6 and fields[5].startswith("/"):
-                paths.add(fields[5].strip())
-    return paths
+# Run with -I: the shared helpers are found by this file's path.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from client_check import check, failures, mapped_files  # noqa: E402
 
 
 def chain_libs(paths):
@@ -76,7 +59,7 @@ def main():
             sorted(by_loader[stem]) == sorted(maps),
             f"{stem}: dl_iterate_phdr agrees with /proc/self/maps ({by_loader[stem]})",
         )
-    return 1 if failures else 0
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":

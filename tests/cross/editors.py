@@ -26,11 +26,20 @@ def tool_version(path: str) -> str | None:
     return out.splitlines()[0] if out else None
 
 
+def is_elfpatch(path: str) -> bool:
+    """Whether path is elfpatch, whatever its name: installed as `patchelf` its `--version` is
+    exactly patchelf's, but its `--help` names elfpatch (patchelf's never does)."""
+    try:
+        r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "elfpatch" in r.stdout + r.stderr
+
+
 def _patchelf_019(path: str) -> str | None:
     v = tool_version(path)
-    # elfpatch installed as `patchelf` answers "patchelf 0.19.3 (elfpatch ...)": never take it
-    # for the reference it is compared with.
-    if v and re.match(r"patchelf 0\.19(\.|$)", v) and "elfpatch" not in v:
+    # Never take elfpatch installed as `patchelf` for the reference it is compared with.
+    if v and re.match(r"patchelf 0\.19(\.|$)", v) and not is_elfpatch(path):
         return v
     return None
 

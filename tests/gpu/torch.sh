@@ -21,7 +21,8 @@
 #
 # Before and after the fix, `stubstrip explain` of libtorch_cuda.so must show libcuda.so.1 as
 # libcudart's dlopen (the model's NVIDIA table: libtorch_cuda never names libcuda.so.1 in
-# DT_NEEDED), resolving to the stub before the fix and to the driver link after.
+# DT_NEEDED), resolving to the stub before the fix and to the driver link after, and say so in
+# its first 5 lines.
 #
 # Needs: a Python with torch built for CUDA (TORCH_PYTHON, default python3), NVIDIA's stub
 # libcuda.so (CUDA_STUB, default: found under the CUDA toolkit), a driver, readelf, and release
@@ -130,11 +131,17 @@ whence() {
 
 # `stubstrip explain` of libtorch_cuda.so: the dlopen of libcuda.so.1 by libcudart (however it is
 # resolved: found by libcudart's own RUNPATH, or the object an earlier dlopen of the same name
-# loaded) must land under WANT. Prints the explain lines about libcuda.so.1.
+# loaded) must land under WANT. The text answers first: within its first 5 lines, the first line
+# about libcuda.so.1 names the file under WANT (printed, with the whole text's length).
 torchCuda=$(cd "$W/site" && find . -type f -name libtorch_cuda.so | head -1)
 explainCuda() { # WANT
   "$STUBSTRIP" explain --ld-library-path '' "$W/site/$torchCuda" >"$W/explain.txt" 2>&1
-  grep -A1 'dlopen libcuda\.so\.1 => .*\[RUNPATH' "$W/explain.txt" | sed "s|$W|\$W|g; s/^/    | /" | cut -c1-220 | head -6
+  echo "    explain: $(wc -l <"$W/explain.txt") lines; the first 5:"
+  head -5 "$W/explain.txt" | sed "s|$W|\$W|g; s/^/    | /" | cut -c1-300
+  head -5 "$W/explain.txt" | grep -m1 'libcuda\.so\.1' | grep -qF "=> $1" || {
+    echo "    the first lines do not say that libcuda.so.1 comes from $1"
+    return 1
+  }
   "$STUBSTRIP" explain --json --ld-library-path '' "$W/site/$torchCuda" >"$W/explain.json" 2>/dev/null
   "$PY" - "$W/explain.json" "$1" <<'PYEOF'
 import json, sys

@@ -882,11 +882,12 @@ test_audit_off_by_default() {
 test_audit_warning_fails_on_ambiguous_runpath() {
   auditCase warning warning fail
   logHas "SS002"
-  logHas "stubstrip audit found problems at or above 'warning'"
+  logHas "the audit found problems at or above 'warning' (--audit, stubstripAudit)"
+  logHas "(failing: findings at or above --audit warning)"
 }
 test_audit_error_level_tolerates_ambiguity() {
   auditCase error 1 ok
-  countIs "stubstrip fixup runs given --audit 1" "$(calls '^fixup .*--audit 1 ')" 1
+  countIs "stubstrip fixup runs given --audit error for stubstripAudit=1" "$(calls '^fixup .*--audit error ')" 1
   logHas "audit: no finding at or above 'error'"
 }
 tests+=(test_audit_off_by_default test_audit_warning_fails_on_ambiguous_runpath test_audit_error_level_tolerates_ambiguity)

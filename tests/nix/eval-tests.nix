@@ -107,6 +107,20 @@ in
         "crates"
       ]
     ) names;
+  # Static, in the release's profile (release/README.md): +crt-static with glibc's static
+  # libraries on glibc; the tests in the release profile.
+  package-links-statically =
+    test
+      (
+        stubstrip.buildType == "dist"
+        && stubstrip.checkType == "release"
+        && stubstrip.RUSTFLAGS == [ "-Ctarget-feature=+crt-static" ]
+        && lib.any (sameDrv plain.glibc.static) stubstrip.buildInputs
+      )
+      {
+        inherit (stubstrip) buildType checkType RUSTFLAGS;
+        buildInputs = map (d: d.name) stubstrip.buildInputs;
+      };
   package-cargo-lock-file =
     test (toString stubstrip.mockCargoLockFile == toString (repo + "/Cargo.lock"))
       (toString stubstrip.mockCargoLockFile);

@@ -235,7 +235,7 @@ if out=$(storeBuild -A stubstrip 2>"$work/err"); then
         fail "build stubstrip: bin/stubstrip and bin/elfpatch installed" "$(ls "$out/bin")"
     fi
     # postInstall: the binary's own manual pages and completions (installShellFiles).
-    shellFiles=(share/man/man1/stubstrip.1 share/man/man1/stubstrip-fix.1 share/bash-completion/completions/stubstrip.bash
+    shellFiles=(share/man/man1/stubstrip.1 share/bash-completion/completions/stubstrip.bash
         share/zsh/site-functions/_stubstrip share/fish/vendor_completions.d/stubstrip.fish
         share/man/man1/elfpatch.1 share/bash-completion/completions/elfpatch.bash
         share/zsh/site-functions/_elfpatch share/fish/vendor_completions.d/elfpatch.fish)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The suite against a real nixpkgs tree (./README.md): runs only when NIXPKGS names one.
 #
-#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust] [elfpatch-stdenv]
+#   NIXPKGS=/path/to/nixpkgs tests/nixpkgs/run.sh [eval] [build] [rust] [release] [elfpatch-stdenv]
 #                                                               (eval and build by default)
 #
 #   eval   with Nix 2.26 (./setup.sh): `nix flake check --no-build` on x86_64-linux and
@@ -15,6 +15,9 @@
 #   rust   (only when named) the real buildRustPackage building nix/upstream's
 #          pkgs/by-name/st/stubstrip from this checkout, its check phase running the whole Rust
 #          test suite (./rust.nix)
+#   release  (only when named) the same package built from the release's source tarball
+#          (target/dist; release/build.sh is run when it is missing) with the hashes it names,
+#          checked against Nix and nixpkgs' own fetcher; static binaries (./release.sh)
 #   elfpatch-stdenv  (only when named) the CUDA packages and the consumer matrix built with
 #          elfpatch as stdenv's patchelf, checked as `build` checks them and compared with the
 #          same builds with patchelf 0.19.3 there (./elfpatch_stdenv.py)
@@ -134,6 +137,13 @@ if want rust; then
         fail "buildRustPackage builds pkgs/by-name/st/stubstrip with its tests" "$(sed 's/\x1b\[[0-9;]*m//g' "$work/rust.err" |
             grep -E -m6 "panicked at|^test result: FAILED|^error" || tail -5 "$work/vendor.log" 2>/dev/null)"
     fi
+fi
+
+# --- release (opt-in) ---------------------------------------------------------------------------
+if want release; then
+    # shellcheck source=tests/nixpkgs/release.sh
+    . "$here/release.sh"
+    releaseTests
 fi
 
 # --- real-cuda (opt-in) -------------------------------------------------------------------------

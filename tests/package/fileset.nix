@@ -76,6 +76,7 @@ let
     stdenv = { };
     rustPlatform.buildRustPackage = args: args;
     installShellFiles = null;
+    glibc = null;
     gcc = null;
     patchelf = null;
     binutils = null;

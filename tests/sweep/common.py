@@ -46,6 +46,17 @@ def find_elf_files(roots):
     return sorted(out)
 
 
+def is_debug_info(elf):
+    """Whether elf is a separate debug-info file (`objcopy --only-keep-debug`): its `.dynamic`
+    section is SHT_NOBITS. patchelf and elfpatch answer `--print-rpath` on it with nothing and
+    make its run path edits succeed changing nothing (nixpkgs' hooks rely on that)."""
+    try:
+        return any(s["type"] == 8 and elfmini.section_name(elf, i) == ".dynamic"
+                   for i, s in enumerate(elf.shdrs))
+    except (elfmini.ElfError, KeyError, IndexError):
+        return False
+
+
 def sample(files, limit):
     """Deterministic, evenly spaced sample of at most limit files."""
     if not limit or limit >= len(files):

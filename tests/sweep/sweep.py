@@ -121,11 +121,12 @@ def sweep_file(task):
         sig0 = common.dyn_signature(elf) if res["dynamic"] else None
         layout0 = elfmini.layout_problems(elf)
         has_interp = elf.interp() is not None
+        debug_info = common.is_debug_info(elf)
     except elfmini.ElfError as e:
         res["reader_error"] = str(e)
         elf = sig0 = None
         layout0 = set()
-        has_interp = False
+        has_interp = debug_info = False
     warn0 = common.readelf_warnings(orig)
     lint0 = common.elflint_messages(orig) if opts["elflint"] else None
     loaded0 = resolved0 = None
@@ -166,6 +167,10 @@ def sweep_file(task):
                 if bad:
                     if i:
                         bad = (bad[0], "step %d (%s): %s" % (i + 1, args[0], bad[1]))
+                    break
+                if i == 0 and debug_info and sha256(target) == sha256(orig):
+                    # patchelf's behaviour, and elfpatch's: nothing to round-trip.
+                    bad = ("NOOP", "a separate debug-info file: the edit succeeded changing nothing")
                     break
                 if i == 0:
                     p = intermediate_problem(seq, target)
@@ -241,8 +246,8 @@ def report(ed_name, ed_path, ed_ver, files, log, show):
     log("%-22s %8s %8s" % ("", "rpath", "needed"))
     tot = {}
     for label, keys in (("tried", None), ("edited (exit 0)", ("PASS", "BROKEN")), ("  passed", ("PASS",)),
-                        ("  broken", ("BROKEN",)), ("refused", ("REFUSED",)), ("lost", ("LOST",)),
-                        ("failed", ("FAIL",))):
+                        ("  broken", ("BROKEN",)), ("no-op (debug info)", ("NOOP",)), ("refused", ("REFUSED",)),
+                        ("lost", ("LOST",)), ("failed", ("FAIL",))):
         vals = [sum(per_seq[s].values()) if keys is None else sum(per_seq[s][k] for k in keys) for s in SEQS]
         tot[label.strip()] = vals
         log("%-22s %8d %8d" % (label, vals[0], vals[1]))
@@ -267,14 +272,15 @@ def report(ed_name, ed_path, ed_ver, files, log, show):
         for path, seq, r in broken[:show]:
             log("%s %s [%s]: %s" % (r["status"], path, seq, clip(r.get("reason", ""), 500)))
     totals = {"tried": sum(tot["tried"]), "edited": sum(tot["edited (exit 0)"]), "passed": sum(tot["passed"]),
-              "broken": sum(tot["broken"]), "refused": sum(tot["refused"]), "lost": sum(tot["lost"]),
+              "broken": sum(tot["broken"]), "noop": sum(tot["no-op (debug info)"]),
+              "refused": sum(tot["refused"]), "lost": sum(tot["lost"]),
               "failed": sum(tot["failed"]), "broken_elflint_only": secondary,
               "by_seq": {s: dict(per_seq[s]) for s in SEQS},
               "refusals": [{"message": m, "seq": s, "count": n} for (m, s), n in refusals.most_common()]}
     log("%s: %d round trips tried, %d edited: %d passed, %d broken (%d of them eu-elflint only);"
-        " %d refused, %d lost, %d failed"
+        " %d no-ops on debug-info files, %d refused, %d lost, %d failed"
         % (ed_name, totals["tried"], totals["edited"], totals["passed"], totals["broken"], secondary,
-           totals["refused"], totals["lost"], totals["failed"]))
+           totals["noop"], totals["refused"], totals["lost"], totals["failed"]))
     return totals
 
 

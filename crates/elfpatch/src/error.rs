@@ -55,6 +55,11 @@ pub enum ErrorKind {
     Refused,
     /// The request itself is invalid (a string with a NUL byte, a symbolic link, ...).
     InvalidRequest,
+    /// The file lacks what the request needs, as patchelf reports it with its status 1: it is not
+    /// an executable or a shared library (a relocatable object, a core: patchelf's "wrong ELF
+    /// type"), or it has no dynamic section (a static program) or no `PT_INTERP` to set or
+    /// print. Nothing is wrong with the file; the request does not apply to it.
+    Absent,
     /// The file changed between reading and writing; nothing was written (retrying may work).
     Changed,
     /// A write failed; every byte already written was restored, the file is as before.
@@ -139,6 +144,31 @@ pub(crate) enum Repr {
         /// What is wrong with the request.
         what: String,
     },
+    /// The file lacks what the request needs (see [`ErrorKind::Absent`]).
+    #[error("{path}: {what}")]
+    Absent {
+        /// The file.
+        path: Location,
+        /// What it lacks, and what it is instead.
+        what: String,
+    },
+    /// The section header table does not fit in the file (patchelf's words: "section header
+    /// table out of bounds"): a file cut short. No loader reads the table, but an edit would have
+    /// to drop it, so the file is refused whole rather than changed behind the user's back.
+    #[error("{path}: section header table out of bounds: {}, past the end of the file ({file_len:#x} bytes); the file is most likely cut short", table_extent(*.offset, *.count, *.entry_size))]
+    SectionTableOutOfBounds {
+        /// The file.
+        path: Location,
+        /// `e_shoff`.
+        offset: u64,
+        /// How many headers the ELF header says there are; `None` when that count lives in
+        /// section 0 (`e_shnum` 0), itself past the end.
+        count: Option<u64>,
+        /// `e_shentsize`.
+        entry_size: u64,
+        /// Length of the file.
+        file_len: u64,
+    },
     /// The file changed between reading and writing; nothing was written.
     #[error("{path}: file changed while it was being edited ({what}); nothing was written")]
     Changed {
@@ -185,6 +215,8 @@ impl Error {
             Repr::Unsupported { .. } | Repr::SeparateDebugInfo { .. } => ErrorKind::Unsupported,
             Repr::Refused { .. } => ErrorKind::Refused,
             Repr::InvalidRequest { .. } => ErrorKind::InvalidRequest,
+            Repr::Absent { .. } => ErrorKind::Absent,
+            Repr::SectionTableOutOfBounds { .. } => ErrorKind::Malformed,
             Repr::Changed { .. } => ErrorKind::Changed,
             Repr::WriteFailed { .. } => ErrorKind::WriteFailed,
             Repr::RollbackFailed { .. } => ErrorKind::RollbackFailed,
@@ -209,6 +241,7 @@ impl Error {
         match &*self.0 {
             Repr::Truncated { offset, .. }
             | Repr::Malformed { offset, .. }
+            | Repr::SectionTableOutOfBounds { offset, .. }
             | Repr::WriteFailed { offset, .. }
             | Repr::RollbackFailed { offset, .. } => Some(*offset),
             _ => None,
@@ -242,6 +275,8 @@ impl Error {
             | Repr::SeparateDebugInfo { path }
             | Repr::Refused { path, .. }
             | Repr::InvalidRequest { path, .. }
+            | Repr::Absent { path, .. }
+            | Repr::SectionTableOutOfBounds { path, .. }
             | Repr::Changed { path, .. }
             | Repr::WriteFailed { path, .. }
             | Repr::RollbackFailed { path, .. } => path,
@@ -258,6 +293,8 @@ impl Error {
             | Repr::SeparateDebugInfo { path }
             | Repr::Refused { path, .. }
             | Repr::InvalidRequest { path, .. }
+            | Repr::Absent { path, .. }
+            | Repr::SectionTableOutOfBounds { path, .. }
             | Repr::Changed { path, .. }
             | Repr::WriteFailed { path, .. }
             | Repr::RollbackFailed { path, .. } => path,
@@ -297,6 +334,14 @@ impl Error {
         .into()
     }
 
+    pub(crate) fn absent(what: impl Into<String>) -> Self {
+        Repr::Absent {
+            path: Location::default(),
+            what: what.into(),
+        }
+        .into()
+    }
+
     pub(crate) fn io(path: &Path, op: &'static str, source: io::Error) -> Self {
         Repr::Io {
             path: Location(path.to_path_buf()),
@@ -307,23 +352,59 @@ impl Error {
     }
 }
 
+/// Where a section header table claims to be: `N section headers of S bytes at offset O end at
+/// E` (or overflow the file offsets, or an unknown count).
+pub(crate) fn table_extent(offset: u64, count: Option<u64>, entry_size: u64) -> String {
+    let Some(n) = count else {
+        return format!(
+            "e_shnum is 0, and section header 0 at offset {offset:#x}, which would hold the count, \
+             needs {entry_size} bytes"
+        );
+    };
+    match n.checked_mul(entry_size).and_then(|len| len.checked_add(offset)) {
+        Some(end) => format!(
+            "{n} section headers of {entry_size} bytes at offset {offset:#x} end at {end:#x}"
+        ),
+        None => format!(
+            "{n} section headers of {entry_size} bytes at offset {offset:#x} overflow the file offsets"
+        ),
+    }
+}
+
 impl From<Repr> for Error {
     fn from(repr: Repr) -> Self {
         Error(Box::new(repr))
     }
 }
 
-/// Damage [`crate::Elf::read`] found in a part of the file no loader reads, and worked around
-/// without refusing the file: the section header table or its names. Kept on
-/// [`crate::Elf::warnings`] for the caller to report; what was ignored stays in the file as it
-/// was unless an edit has to drop it.
+/// What [`crate::Elf::read`] found in a part of the file no loader reads (the section header
+/// table, its names, a `.dynamic` section without `PT_DYNAMIC`) and worked around without refusing
+/// the file. Kept on [`crate::Elf::warnings`] for the caller to report by its [`WarningKind`];
+/// what was ignored stays in the file as it was unless an edit has to drop it, which the edit
+/// says ([`crate::plan::dropped`]).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{part}: {problem} ({detail})")]
 pub struct Warning {
+    /// Whether the user must hear of it, or it is a fact for those who ask.
+    pub kind: WarningKind,
     /// The damaged part: `section header table`, `section header N`.
     pub part: String,
     /// What is wrong, in the words patchelf uses for it (`section name offset out of bounds`).
     pub problem: &'static str,
     /// The values found, and what the edit does instead.
     pub detail: String,
+}
+
+/// Whether a [`Warning`] is something the user must hear of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WarningKind {
+    /// The file is damaged (section headers that cannot all be read, names out of bounds), or
+    /// an edit's result is not what tools reading it expect (a `.dynamic` section no loader
+    /// reads): said on every run that reads the file (elfpatch's CLI; `stubstrip audit` makes it
+    /// a finding).
+    Damage,
+    /// A fact no loader cares about and nothing the user must act on (a section whose file offset
+    /// is not a multiple of its alignment, as NVIDIA's libraries have): shown with `--debug` and
+    /// by `stubstrip audit`, never in a build log.
+    Harmless,
 }

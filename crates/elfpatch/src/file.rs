@@ -208,6 +208,33 @@ pub fn edit_in_place(path: impl AsRef<Path>, edits: &[Edit], opts: &Options) -> 
     ElfFile::open_rw(path)?.edit(edits, opts)
 }
 
+/// The file header and the program headers of `path` alone ([`crate::read::headers`]): what a
+/// file [`ElfFile::open`] refuses as a separate debug-info file
+/// ([`Error::is_separate_debug_info`]) can still answer. Nothing else is read; a symlink is not
+/// followed.
+pub fn read_headers(
+    path: impl AsRef<Path>,
+) -> Result<(
+    crate::Format,
+    crate::format::Header,
+    Vec<crate::format::Phdr>,
+)> {
+    let path = path.as_ref();
+    let link = fs::symlink_metadata(path).map_err(|e| Error::io(path, "stat", e))?;
+    if !link.is_file() {
+        return Err(Error::from(Repr::InvalidRequest {
+            path: Location(path.to_path_buf()),
+            what: "is not a regular file".into(),
+        }));
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let source = FileSource {
+        file: &file,
+        len: link.len(),
+    };
+    crate::read::headers(&source).map_err(|e| e.with_path(path))
+}
+
 /// How many symlinks [`resolve_symlinks`] follows before giving up (the kernel's `ELOOP` limit).
 const MAX_SYMLINKS: usize = 40;
 

@@ -49,6 +49,7 @@ pub mod error;
 pub mod file;
 pub mod format;
 pub mod hash;
+pub mod need;
 pub mod note;
 pub mod plan;
 pub mod read;
@@ -63,9 +64,16 @@ pub mod validate;
 #[cfg(feature = "fault-injection")]
 pub use apply::Fault;
 pub use apply::{ApplyOptions, ApplyReport};
-pub use error::{Error, ErrorKind, Result, Warning};
-pub use file::{edit_in_place, edit_to, resolve_symlinks, ElfFile, Outcome};
+pub use error::{Error, ErrorKind, Result, Warning, WarningKind};
+pub use file::{edit_in_place, edit_to, read_headers, resolve_symlinks, ElfFile, Outcome};
 pub use format::{Class, Endian, Format};
-pub use plan::{plan, Edit, Layout, Options, Plan};
+pub use need::Need;
+pub use plan::{dropped, plan, Edit, Layout, Options, Plan};
 pub use read::Elf;
 pub use refs::Tables;
+
+/// The repository README's Rust snippet, compiled and run by `cargo test --doc`, so the first
+/// example a library user meets cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

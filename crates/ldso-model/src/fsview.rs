@@ -49,6 +49,10 @@ pub struct ElfInfo {
     pub dlopen_note_error: Option<String>,
     /// The strings of its `.rodata` that [`crate::dlopen::NVIDIA_TABLE`] watches for.
     pub rodata_names: Vec<Bytes>,
+    /// What elfpatch found reading the parts of the file no loader reads (the section headers):
+    /// damage it worked around or that makes it refuse an edit, and facts no loader cares about
+    /// ([`elfpatch::Warning`]). Nothing the loader model decides on; `stubstrip audit` reports it.
+    pub header_warnings: Vec<elfpatch::Warning>,
 }
 
 impl ElfInfo {
@@ -72,6 +76,7 @@ impl ElfInfo {
             flags_1: e.flags_1().unwrap_or(0),
             interpreter: e.interpreter().map(<[u8]>::to_vec),
             dynamic: e.dynamic.is_some(),
+            header_warnings: e.warnings.clone(),
             ..ElfInfo::default()
         }
     }

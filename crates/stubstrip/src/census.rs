@@ -86,7 +86,7 @@ impl Census {
     /// The line every subcommand prints, e.g. `stubstrip: 7 files, 4 ELF files, 2 loadable
     /// objects; skipped 1 separate debug-info file, 1 relocatable object; 1 excluded`.
     pub fn line(&self) -> String {
-        format!("stubstrip: {}", self.counts())
+        format!("{}: {}", crate::prog::name(), self.counts())
     }
 
     /// The count without the program name: `7 files, 4 ELF files, 2 loadable objects; ...`.

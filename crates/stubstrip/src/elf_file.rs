@@ -67,6 +67,17 @@ pub fn run_paths(elf: &Elf) -> Vec<(RunpathTag, &[u8])> {
     .collect()
 }
 
+/// The damage elfpatch found reading `elf` (a section header table cut short, which every edit
+/// refuses; names out of bounds, which it works around): what `check` and `fix` say they saw,
+/// one line each. Facts no loader cares about (alignment) are `audit`'s, not theirs.
+pub fn damage(elf: &Elf) -> Vec<String> {
+    elf.warnings
+        .iter()
+        .filter(|w| w.kind == elfpatch::WarningKind::Damage)
+        .map(ToString::to_string)
+        .collect()
+}
+
 /// Opens `path` and parses its headers if it is an ELF file; `Ok(None)` when it is not (after
 /// reading 4 bytes).
 pub fn open(path: &Path) -> Result<Option<Elf>, FileError> {

@@ -25,37 +25,76 @@ pub struct Printout {
 
 impl Printout {
     /// Writes the diagnostics on stderr, then the report on stdout, or with data the report on
-    /// stderr and the data on stdout. Write errors are ignored: a closed pipe must not turn a
-    /// finished run into a failure (the exit status already says how the run went).
-    pub fn emit(&self) {
-        match &self.data {
+    /// stderr and the data on stdout; returns the exit status: `code`, the run's, unless stdout
+    /// could not be written ([`finish`]).
+    pub fn emit(&self, code: u8) -> u8 {
+        let written = match &self.data {
             Some(data) => {
                 self.to_stderr();
-                write_stdout(data);
+                write_stdout(data.as_bytes())
             }
             None => {
                 let _ = std::io::stderr()
                     .lock()
                     .write_all(self.diagnostics.as_bytes());
-                write_stdout(&self.report);
+                write_stdout(self.report.as_bytes())
             }
-        }
+        };
+        finish(code, written)
     }
 
     /// Writes the diagnostics and the report on stderr, and no data: for `fixup`, whose stdout
-    /// carries the hook's instructions.
+    /// carries the hook's instructions. On stderr every line starts with the program's name,
+    /// the report's findings (`FILE: RUNPATH entry DIR`) too.
     pub fn to_stderr(&self) {
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(self.diagnostics.as_bytes());
-        let _ = err.write_all(self.report.as_bytes());
+        let _ = err.write_all(named(&self.report, crate::prog::name()).as_bytes());
     }
 }
 
-fn write_stdout(s: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(s.as_bytes());
-    let _ = out.flush();
+/// `text` with `prog: ` in front of each line that does not start with it already.
+pub fn named(text: &str, prog: &str) -> String {
+    let prefix = format!("{prog}: ");
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with(&prefix) {
+            out.push_str(&prefix);
+        }
+        out.push_str(line);
+    }
+    out
 }
+
+/// Writes `bytes` on stdout and flushes.
+pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush())
+}
+
+/// The exit status of a run whose status is `code` and whose output went to stdout with the
+/// result `written`. A closed pipe (`stubstrip check out | head -1`) is the reader's choice: the
+/// run ends quietly with its own status, since the work is done and the status says how it
+/// went. Any other write error loses output the caller asked for: it is named on stderr, and
+/// the status is [`EXIT_UNWRITTEN`].
+pub fn finish(code: u8, written: std::io::Result<()>) -> u8 {
+    match written {
+        Ok(()) => code,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => code,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}: cannot write to stdout: {e}",
+                crate::prog::name()
+            );
+            EXIT_UNWRITTEN
+        }
+    }
+}
+
+/// Exit status: stdout could not be written (a file that could not be processed, in the one
+/// table of exit statuses).
+pub const EXIT_UNWRITTEN: u8 = 3;
 
 /// `n` and the noun that goes with it: `1 stub entry`, `2 stub entries`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -94,6 +133,30 @@ pub fn json_text(value: &impl Serialize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_stderr_every_line_carries_the_name() {
+        assert_eq!(
+            named(
+                "a/b: RUNPATH entry /s\nfoo: check failed\n    fix: run it\n",
+                "foo"
+            ),
+            "foo: a/b: RUNPATH entry /s\nfoo: check failed\nfoo:     fix: run it\n"
+        );
+        assert_eq!(named("", "foo"), "");
+    }
+
+    #[test]
+    fn a_closed_pipe_keeps_the_status_and_other_write_errors_are_3() {
+        use std::io::{Error, ErrorKind};
+        assert_eq!(finish(1, Ok(())), 1);
+        assert_eq!(finish(1, Err(Error::from(ErrorKind::BrokenPipe))), 1);
+        assert_eq!(finish(0, Err(Error::from(ErrorKind::BrokenPipe))), 0);
+        assert_eq!(
+            finish(0, Err(Error::from(ErrorKind::StorageFull))),
+            EXIT_UNWRITTEN
+        );
+    }
 
     #[test]
     fn one_is_singular() {

@@ -34,7 +34,8 @@ impl Scan {
             .iter()
             .map(|p| {
                 format!(
-                    "stubstrip: {}: not a regular file or directory; skipped\n",
+                    "{}: {}: not a regular file or directory; skipped\n",
+                    crate::prog::name(),
                     p.display()
                 )
             })

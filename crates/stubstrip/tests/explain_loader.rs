@@ -372,12 +372,18 @@ fn explain_marks_the_stub_and_agrees_with_ld_so_before_and_after_fix() {
     assert_eq!(v["summary"]["stubs"], 1);
     let (_, code) = explain(&exe, None, &[]);
     assert_eq!(code, 1, "a stub makes explain fail");
-    let text = stubstrip()
-        .args(["explain", "--ld-library-path", ""])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    // The answer comes first: the second line, after the file's.
+    let text = explain_text(&exe, &[]);
+    let want = format!(
+        "libcuda.so.1 for app => {}/libcuda.so.1: found in its RUNPATH; STUB: CUDA calls fail with \
+         CUDA_ERROR_STUB_LIBRARY (34)",
+        stubs.display()
+    );
+    assert_eq!(text.lines().nth(1), Some(want.as_str()), "{text}");
+    assert!(!text.contains("!!! STUB !!!"), "{text}");
+    // The tree comes with -v, after the answer.
+    let text = explain_text(&exe, &["-v"]);
+    assert_eq!(text.lines().nth(1), Some(want.as_str()), "{text}");
     assert!(text.contains("!!! STUB !!!"), "{text}");
 
     // Only libcuda, also as if the program dlopen()ed it (libcudart does, in real life).
@@ -413,6 +419,23 @@ fn explain_marks_the_stub_and_agrees_with_ld_so_before_and_after_fix() {
     assert_eq!(v["summary"]["stubs"], 0);
     let (_, code) = explain(&exe, None, &[]);
     assert_eq!(code, 0);
+    let text = explain_text(&exe, &[]);
+    let want = format!(
+        "libcuda.so.1 for app => {}/libcuda.so.1: found in its RUNPATH",
+        driver.display()
+    );
+    assert_eq!(text.lines().nth(1), Some(want.as_str()), "{text}");
+}
+
+/// `stubstrip explain` as people run it (the text), with `LD_LIBRARY_PATH` unset.
+fn explain_text(exe: &Path, extra: &[&str]) -> String {
+    let out = stubstrip()
+        .args(["explain", "--ld-library-path", ""])
+        .args(extra)
+        .arg(exe)
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// `--root` on an aarch64 sysroot, checked against the aarch64 loader under qemu when there is

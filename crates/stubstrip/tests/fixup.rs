@@ -275,14 +275,11 @@ fn a_stub_entry_left_after_the_fix_exits_1_naming_it() {
     assert_eq!(r.stdout, "", "a failed run replies nothing");
     let note = r
         .stderr
-        .find(
-            "stubstrip: fixup: warning: stubstrip could not rewrite some files \
-             (each in a 'stubstrip: error:' line)",
-        )
+        .find("stubstrip: warning: the fix could not rewrite some files (each named above)")
         .unwrap_or_else(|| panic!("{}", r.stderr));
     let header = r
         .stderr
-        .find("stubstrip: fixup: stub paths still present in RUNPATH or the resolution-cache note after the fix:")
+        .find("stubstrip: stub paths still present in RUNPATH or the resolution-cache note after the fix:")
         .unwrap_or_else(|| panic!("{}", r.stderr));
     let finding = r
         .stderr
@@ -375,14 +372,14 @@ fn an_unparsable_file_holding_a_stub_path_fails_the_check_with_exit_3() {
     assert!(!r.stderr.contains("passed"), "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "stubstrip: fixup: the check after the fix could not read every file, so it cannot say that no stub entry is left:"
+            "stubstrip: the check after the fix could not read every file, so it cannot say that no stub entry is left:"
         ),
         "{}",
         r.stderr
     );
     assert!(
         r.stderr
-            .contains(&format!("stubstrip: error: {}: ", bad.display())),
+            .contains(&format!("stubstrip: {}: ", bad.display())),
         "{}",
         r.stderr
     );
@@ -432,26 +429,36 @@ fn the_audit_level_decides_what_fails() {
     }
     let o = output();
     ambiguous(&o);
-    // Off unless asked (an empty value is off too).
-    for args in [&[][..], &["--audit", ""][..]] {
-        let r = fixup(&o, "", &[args, &DRIVER].concat(), &[&o.out]);
-        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
-        assert!(
-            !r.stderr.contains("SS002") && !r.stdout.contains("audit"),
-            "{args:?}"
-        );
-    }
-    // At "error" (also what any other non-empty value means) the warning passes, with a log line.
-    for level in ["error", "1"] {
+    // Only the three levels: anything else (the hook maps stubstripAudit's other values to
+    // error) is a usage error that lists them, before anything is fixed.
+    for level in ["", "1", "warn"] {
         let r = fixup(&o, "", &["--audit", level, DRIVER[0], DRIVER[1]], &[&o.out]);
-        assert_eq!(r.code, 0, "{level}: {}", r.stderr);
+        assert_eq!(r.code, 2, "{level}: {}", r.stderr);
         assert!(
-            r.stdout
-                .contains("log audit: no finding at or above 'error'\n"),
+            r.stderr.contains("possible values: info, warning, error"),
             "{level}: {}",
-            r.stdout
+            r.stderr
         );
+        assert_eq!(runpath(&o.lib), format!("{}:/opt/keep", o.stub), "{level}");
     }
+    // Off unless asked.
+    let r = fixup(&o, "", &DRIVER, &[&o.out]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("SS002") && !r.stdout.contains("audit"));
+    // At "error" the warning passes, with a log line.
+    let r = fixup(
+        &o,
+        "",
+        &["--audit", "error", DRIVER[0], DRIVER[1]],
+        &[&o.out],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("log audit: no finding at or above 'error'\n"),
+        "{}",
+        r.stdout
+    );
     // At "warning" it fails the run, after the fix, and replies nothing.
     let r = fixup(
         &o,
@@ -459,13 +466,21 @@ fn the_audit_level_decides_what_fails() {
         &["--audit", "warning", DRIVER[0], DRIVER[1]],
         &[&o.out],
     );
-    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     assert!(r.stderr.contains("SS002"), "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "stubstrip: fixup: stubstrip audit found problems at or above 'warning' (stubstripAudit)"
+            "stubstrip: the audit found problems at or above 'warning' (--audit, stubstripAudit)"
         ),
+        "{}",
+        r.stderr
+    );
+    // The audit's summary names the option that set the level: --audit here, not audit's --deny.
+    assert!(
+        r.stderr
+            .contains("(failing: findings at or above --audit warning)")
+            && !r.stderr.contains("--deny"),
         "{}",
         r.stderr
     );
@@ -489,7 +504,7 @@ fn a_reply_that_cannot_be_written_is_a_failure() {
             .unwrap(),
     );
     let r = run_limited(&mut c, false);
-    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(
         r.stderr.contains("cannot write the instructions to stdout"),
         "{}",
@@ -723,14 +738,14 @@ fn nothing_is_left_for_consumers_when_turned_off_or_no_output_is_named() {
 }
 
 #[test]
-fn check_libraries_that_cannot_be_written_exit_6_and_a_bad_hook_path_exits_2() {
+fn check_libraries_that_cannot_be_written_exit_3_and_a_bad_hook_path_exits_2() {
     if !can_build() {
         return;
     }
     let c = consumed(false, "cuda_cudart-12.9.79");
     fs::write(c.b.join("nix-support"), b"a file in the way").unwrap();
     let r = fixup_b(&c, &[]);
-    assert_eq!((r.code, r.stdout.as_str()), (6, ""), "{}", r.stderr);
+    assert_eq!((r.code, r.stdout.as_str()), (3, ""), "{}", r.stderr);
     assert!(
         r.stderr.contains(&format!(
             "cannot leave the check libraries for the consumers: {}",

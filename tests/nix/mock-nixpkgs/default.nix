@@ -40,6 +40,12 @@ let
     in
     trivial
     // hostTools
+    // {
+      # glibc's static libraries (nix/package.nix links statically): the host's, found by gcc.
+      glibc = hostTools.glibc // {
+        static = hostTools.glibc;
+      };
+    }
     // import ./cuda {
       inherit lib withCudaExtensions;
       pkgs = self;

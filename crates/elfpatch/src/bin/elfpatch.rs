@@ -3,37 +3,66 @@
 //!
 //! Options apply to every file named on the command line, in patchelf's order of operations
 //! (print interpreter, print/set OS ABI, print/set soname, set interpreter, print rpath,
-//! print/clear/set execstack (one of them, in that precedence), rpath edits, print needed,
-//! remove/replace/add needed, no-default-lib, add-debug-tag), so a patchelf command line for
-//! these operations runs unchanged. Every print shows the file as it was; all edits of one file
-//! go into one plan, written once.
-//! Differences, on purpose: every file is processed even after one fails (each failure is one line
-//! on stderr), and the exit status tells what went wrong (see `--help`).
+//! print/clear/set execstack, rpath edits, print needed, remove/replace/add needed,
+//! no-default-lib, add-debug-tag), so a patchelf command line for these operations runs
+//! unchanged. Every print shows the file as it was; all edits of one file go into one plan,
+//! written once.
 //!
-//! The options are one table (`options::OPTIONS`) that parsing, `--help`, the man page
-//! (`--generate-man`) and the completions (`--generate-completion SHELL`) are all made from; how to
-//! add one is said at the top of options.rs. Paths named on the command line are followed through
-//! symlinks, as patchelf follows them (the library's own opens never follow one).
+//! One rule decides what a file can answer, for prints and edits alike ([`Need`], in the
+//! library): an object that is not an executable or shared library fails every request, a file
+//! without a dynamic section every request of it, one without `PT_INTERP` every request of the
+//! interpreter, each with patchelf's status 1. Differences from patchelf, on purpose: every file
+//! is processed even after one fails (each failure is one line on stderr), the exit status tells
+//! what went wrong (see `--help`), and options whose effects exclude each other are refused
+//! rather than one of them ignored.
+//!
+//! Messages are `PROG: [FILE: ]what`, PROG being the name the program was run as (`patchelf`
+//! when installed under that name). The options are one table (`options::OPTIONS`) that
+//! parsing, `--help`, the man page (`--generate-man`) and the completions
+//! (`--generate-completion SHELL`) are all made from; how to add one is said at the top of
+//! options.rs. Paths named on the command line are followed through symlinks, as patchelf
+//! follows them (the library's own opens never follow one).
 
 #[path = "elfpatch/docs.rs"]
 mod docs;
 #[path = "elfpatch/options.rs"]
 mod options;
+#[path = "elfpatch/rpath.rs"]
+mod rpath;
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write as _;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use elfpatch::{edit_to, resolve_symlinks, Edit, Elf, ElfFile, ErrorKind, Options};
+use elfpatch::{edit_to, resolve_symlinks, Edit, ElfFile, ErrorKind, Need, Options, WarningKind};
+use object::elf::ET_DYN;
 use options::{parse_args, Action, Args, ParseError};
+use rpath::{current_rpath, rpath_edits};
 
-/// Why one file failed: elfpatch said so, or the file cannot answer a query.
+/// `eprintln!` that never panics: a closed stderr (`elfpatch ... 2>&1 | head -1`) loses the
+/// message, not the run.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `text` on stderr as it is, never panicking.
+fn say_raw(text: &str) {
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// The allocator of the binary (the crate's `dlmalloc` feature, on by default): a call's cost is
+/// mostly its start-up, and dlmalloc packs a call's few allocations into one mapping where musl's
+/// malloc maps and unmaps each buffer (Cargo.toml says more).
+#[cfg(feature = "dlmalloc")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
+/// Why one file failed: elfpatch said so, or the file's resolution-cache note disagrees.
 enum Failure {
     Elf(elfpatch::Error),
-    /// `--print-interpreter` on a file without `PT_INTERP`.
-    NoInterpreter(PathBuf),
     /// `--build-resolution-cache` on a file whose note says something else (as patchelf).
     StaleNote(PathBuf),
 }
@@ -48,11 +77,6 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::Elf(e) => write!(f, "{e}"),
-            Failure::NoInterpreter(path) => write!(
-                f,
-                "{}: has no PT_INTERP (it is most likely a shared library or statically linked)",
-                path.display()
-            ),
             Failure::StaleNote(path) => write!(
                 f,
                 "{}: {}",
@@ -64,124 +88,73 @@ impl std::fmt::Display for Failure {
 }
 
 impl Failure {
-    /// The exit status (see `docs::EXIT`).
+    /// The exit status (the table in `docs::EXIT`).
     fn exit_code(&self) -> u8 {
         let e = match self {
             Failure::Elf(e) => e,
-            Failure::NoInterpreter(_) => return 8,
             Failure::StaleNote(_) => return 6,
         };
+        if e.is_separate_debug_info() {
+            // Its dynamic section has no contents: the file lacks what was asked.
+            return 1;
+        }
         match e.kind() {
-            ErrorKind::Io => 1,
-            ErrorKind::NotElf => 3,
+            ErrorKind::Absent => 1,
+            ErrorKind::Io | ErrorKind::NotElf => 3,
             ErrorKind::Malformed => 4,
             ErrorKind::Unsupported => 5,
             ErrorKind::Refused => 6,
             ErrorKind::Changed | ErrorKind::WriteFailed | ErrorKind::RollbackFailed => 7,
             ErrorKind::InvalidRequest => 8,
-            // A kind a later elfpatch adds: a failure all the same.
-            _ => 1,
+            // A kind a later elfpatch adds: a failure all the same, and none that the file
+            // merely lacks something.
+            _ => 5,
         }
     }
 }
 
-/// The run path as patchelf reports it: DT_RUNPATH when present, else DT_RPATH.
-fn current_rpath(e: &Elf) -> Option<&[u8]> {
-    e.runpath().or_else(|| e.rpath())
+/// Exit status: stdout could not be written (one status with a file that cannot be read).
+const EXIT_STDOUT: u8 = 3;
+
+/// Standard output. A closed pipe (`elfpatch --print-needed f | head -1`) is the reader's
+/// choice: the printing stops quietly and the run goes on with its own status. Any other write
+/// error loses output the caller asked for: it is said once, and the status is [`EXIT_STDOUT`].
+struct Out {
+    closed: bool,
+    error: Option<std::io::Error>,
 }
 
-/// Whether `dir` holds `lib`, an ELF file of the same class and machine (what the loader would
-/// accept), for `--shrink-rpath`.
-fn dir_provides(dir: &[u8], lib: &[u8], like: &Elf) -> bool {
-    let mut p = dir.to_vec();
-    p.push(b'/');
-    p.extend_from_slice(lib);
-    let path = Path::new(OsStr::from_bytes(&p));
-    match ElfFile::open(path) {
-        Ok(f) => f.elf().machine() == like.machine() && f.elf().class() == like.class(),
-        Err(_) => {
-            // A symlink (libfoo.so.1 -> libfoo.so.1.2) is the usual case: follow it here, we only read.
-            std::fs::canonicalize(path)
-                .ok()
-                .and_then(|t| ElfFile::open(t).ok())
-                .is_some_and(|f| {
-                    f.elf().machine() == like.machine() && f.elf().class() == like.class()
-                })
+impl Out {
+    fn write(&mut self, bytes: &[u8]) {
+        if self.closed || self.error.is_some() {
+            return;
         }
+        let mut out = std::io::stdout().lock();
+        match out.write_all(bytes).and_then(|()| out.flush()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => self.closed = true,
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn line(&mut self, s: &[u8]) {
+        self.write(&[s, b"\n"].concat());
     }
 }
 
-/// patchelf's `--shrink-rpath`: keep relative entries, and absolute ones (allowed by the
-/// prefixes) that provide a needed library not found in an earlier entry.
-fn shrink(e: &Elf, rpath: &[u8], prefixes: &[Vec<u8>]) -> Vec<u8> {
-    let needed: Vec<Vec<u8>> = e.needed().into_iter().map(<[u8]>::to_vec).collect();
-    let mut found = vec![false; needed.len()];
-    let mut keep: Vec<&[u8]> = Vec::new();
-    for dir in rpath.split(|&b| b == b':').filter(|d| !d.is_empty()) {
-        if dir[0] != b'/' {
-            keep.push(dir);
-            continue;
-        }
-        if !prefixes.is_empty() && !prefixes.iter().any(|p| dir.starts_with(p)) {
-            continue;
-        }
-        let mut useful = false;
-        for (i, lib) in needed.iter().enumerate() {
-            if !found[i] && dir_provides(dir, lib, e) {
-                found[i] = true;
-                useful = true;
-            }
-        }
-        if useful {
-            keep.push(dir);
-        }
-    }
-    keep.join(&b':')
+/// What every message of one run starts with: the name the program was run as.
+struct Said<'a> {
+    prog: &'a str,
 }
 
-fn rpath_edits(a: &Args, e: &Elf) -> Vec<Edit> {
-    let current = current_rpath(e).map(<[u8]>::to_vec);
-    let new = if a.shrink_rpath {
-        match &current {
-            Some(c) => shrink(e, c, &a.allowed_prefixes),
-            None => return Vec::new(),
-        }
-    } else if a.remove_rpath {
-        return vec![Edit::RemoveRpath, Edit::RemoveRunpath];
-    } else if let Some(s) = &a.set_rpath {
-        s.clone()
-    } else if let Some(add) = &a.add_rpath {
-        match current.as_deref() {
-            Some(c) if !c.is_empty() => [c, b":".as_slice(), add].concat(),
-            _ => add.clone(),
-        }
-    } else {
-        return Vec::new();
-    };
-    let (has_rpath, has_runpath) = (e.rpath().is_some(), e.runpath().is_some());
-    if a.force_rpath {
-        let mut v = Vec::new();
-        if has_runpath {
-            v.push(Edit::RunpathToRpath);
-        }
-        v.push(Edit::SetRpath(new));
-        v
-    } else if has_rpath && !has_runpath {
-        vec![Edit::RpathToRunpath, Edit::SetRunpath(new)]
-    } else if has_rpath {
-        // patchelf points both entries at the new string.
-        vec![Edit::SetRunpath(new.clone()), Edit::SetRpath(new)]
-    } else {
-        vec![Edit::SetRunpath(new)]
+impl Said<'_> {
+    /// `PROG: FILE: warning: what`.
+    fn warn(&self, path: &Path, what: impl std::fmt::Display) {
+        say!("{}: {}: warning: {what}", self.prog, path.display());
     }
 }
 
-fn line(out: &mut impl std::io::Write, s: &[u8]) {
-    let _ = out.write_all(s);
-    let _ = out.write_all(b"\n");
-}
-
-fn process(a: &Args, named: &Path) -> Result<(), Failure> {
+fn process(said: &Said, a: &Args, named: &Path, out: &mut Out) -> Result<(), Failure> {
     // A symlink named on the command line is followed (`libz.so.1`), as patchelf does: an edit
     // in place edits its target and leaves the link.
     let path = &resolve_symlinks(named)?;
@@ -193,58 +166,66 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
     } else {
         ElfFile::open(path)
     };
-    let file = match opened {
-        Ok(file) => file,
-        Err(e) if e.is_separate_debug_info() && a.only_run_path() => {
-            if a.debug {
-                eprintln!(
-                    "elfpatch: {}: no dynamic section, nothing to do",
-                    path.display()
-                );
-            }
-            return Ok(());
+    match opened {
+        Ok(file) => whole(said, a, path, &file, out),
+        // A separate debug-info file: its sections keep their headers but not their contents, so
+        // only its headers answer.
+        Err(why) if why.is_separate_debug_info() => {
+            let (_, header, phdrs) = elfpatch::read_headers(path)?;
+            debug_info(said, a, path, (&header, &phdrs), why, out)
         }
-        Err(e) => return Err(e.into()),
-    };
-    let e = file.elf();
-    // Damage in the section headers the edit can do without: said, not refused (patchelf
-    // refuses; its words are in each message).
-    for w in &e.warnings {
-        eprintln!("elfpatch: warning: {}: {w}", path.display());
+        Err(e) => Err(e.into()),
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if a.print_interpreter {
-        match e.interpreter() {
-            Some(i) => line(&mut out, i),
-            None => return Err(Failure::NoInterpreter(path.to_path_buf())),
+}
+
+/// The requests on a file that could be read whole, in patchelf's order.
+fn whole(said: &Said, a: &Args, path: &Path, file: &ElfFile, out: &mut Out) -> Result<(), Failure> {
+    let e = file.elf();
+    let need = |n: Need| e.require(n).map_err(|x| Failure::Elf(x.with_path(path)));
+    // patchelf refuses these files whatever is asked, before anything is printed.
+    e.check_section_table().map_err(|x| x.with_path(path))?;
+    need(Need::Image)?;
+    // Damage is said; facts no loader cares about only when asked (--debug).
+    for w in &e.warnings {
+        if w.kind == WarningKind::Damage || a.debug {
+            said.warn(path, w);
         }
     }
     let mut edits = Vec::new();
+    if a.print_interpreter {
+        need(Need::Interpreter)?;
+        out.line(e.interpreter().unwrap_or_default());
+    }
     if a.print_os_abi {
-        line(&mut out, options::os_abi_name(e.os_abi()).as_bytes());
+        out.line(options::os_abi_name(e.os_abi()).as_bytes());
     }
     edits.extend(a.set_os_abi.map(Edit::SetOsAbi));
-    if a.print_soname {
-        if let Some(s) = e.soname() {
-            line(&mut out, s);
+    let library = e.e_type() == ET_DYN;
+    if a.print_soname && library {
+        need(Need::Dynamic)?;
+        // patchelf prints nothing for an empty DT_SONAME, as for none.
+        if let Some(s) = e.soname().filter(|s| !s.is_empty()) {
+            out.line(s);
         }
     }
     if let Some(s) = &a.set_soname {
-        if e.e_type() == object::elf::ET_DYN {
+        if library {
+            need(Need::Dynamic)?;
             edits.push(Edit::SetSoname(s.clone()));
         } else {
-            eprintln!(
-                "elfpatch: {}: not a shared library, --set-soname ignored (as patchelf does)",
-                path.display()
+            said.warn(
+                path,
+                "not a shared library: --set-soname ignored (as patchelf ignores it)",
             );
         }
     }
     if let Some(s) = &a.set_interpreter {
+        need(Need::Interpreter)?;
         edits.push(Edit::SetInterpreter(s.clone()));
     }
     if a.print_rpath {
-        line(&mut out, current_rpath(e).unwrap_or(b""));
+        need(Need::Dynamic)?;
+        out.line(current_rpath(e).unwrap_or(b""));
     }
     if a.print_execstack {
         let state = match e.execstack() {
@@ -252,36 +233,23 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
             Some(false) => '-',
             None => '?',
         };
-        line(&mut out, format!("execstack: {state}").as_bytes());
+        out.line(format!("execstack: {state}").as_bytes());
     }
     edits.extend(a.execstack_edit());
-    edits.extend(rpath_edits(a, e));
+    if a.edits_run_path() {
+        need(Need::Dynamic)?;
+        edits.extend(rpath_edits(a, e));
+    }
     if a.print_needed {
+        need(Need::Dynamic)?;
         for n in e.needed() {
-            line(&mut out, n);
+            out.line(n);
         }
     }
-    drop(out);
-    edits.extend(
-        a.remove_needed
-            .iter()
-            .map(|n| Edit::RemoveNeeded(n.clone())),
-    );
-    edits.extend(a.replace_needed.iter().map(|(o, n)| Edit::ReplaceNeeded {
-        old: o.clone(),
-        new: n.clone(),
-    }));
-    for n in &a.add_needed {
-        if e.needed().contains(&n.as_slice()) {
-            // patchelf 0.19.3 would add a second entry naming it; one is all the loader uses.
-            eprintln!(
-                "elfpatch: {}: {} is already needed, not added again",
-                path.display(),
-                String::from_utf8_lossy(n)
-            );
-        }
-        edits.push(Edit::AddNeeded(n.clone()));
+    if a.edits_dynamic_other_than_run_path() {
+        need(Need::Dynamic)?;
     }
+    needed_edits(said, a, path, e, &mut edits);
     if a.no_default_lib {
         edits.push(Edit::AddFlags1(u64::from(object::elf::DF_1_NODEFLIB)));
     }
@@ -306,9 +274,13 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
         None if edits.is_empty() => return build_note(a, path, &opts),
         None => file.edit(&edits, &opts)?,
     };
+    for w in elfpatch::dropped(e, &outcome.plan) {
+        said.warn(path, w);
+    }
     if a.debug {
-        eprintln!(
-            "elfpatch: {}: {:?}, {} writes, {} bytes, length {} -> {}",
+        say!(
+            "{}: {}: {:?}, {} writes, {} bytes, length {} -> {}",
+            said.prog,
             path.display(),
             outcome.plan.layout,
             outcome.report.writes,
@@ -318,6 +290,112 @@ fn process(a: &Args, named: &Path) -> Result<(), Failure> {
         );
     }
     build_note(a, a.output.as_deref().unwrap_or(path), &opts)
+}
+
+/// `--remove-needed`, `--replace-needed` and `--add-needed`, in that order; a request that
+/// changes nothing is said (patchelf is silent), and the run goes on.
+fn needed_edits(said: &Said, a: &Args, path: &Path, e: &elfpatch::Elf, edits: &mut Vec<Edit>) {
+    let needed = e.needed();
+    let is_needed = |n: &[u8]| needed.contains(&n);
+    let shown = |n: &[u8]| String::from_utf8_lossy(n).into_owned();
+    for n in &a.remove_needed {
+        if !is_needed(n) {
+            said.warn(
+                path,
+                format!("{} is not needed: nothing to remove", shown(n)),
+            );
+        }
+        edits.push(Edit::RemoveNeeded(n.clone()));
+    }
+    for (old, new) in &a.replace_needed {
+        if !is_needed(old) {
+            said.warn(
+                path,
+                format!("{} is not needed: nothing to replace", shown(old)),
+            );
+        }
+        edits.push(Edit::ReplaceNeeded {
+            old: old.clone(),
+            new: new.clone(),
+        });
+    }
+    for n in &a.add_needed {
+        if is_needed(n) {
+            // patchelf 0.19.3 would add a second entry naming it; one is all the loader uses.
+            said.warn(
+                path,
+                format!("{} is already needed, not added again", shown(n)),
+            );
+        }
+        edits.push(Edit::AddNeeded(n.clone()));
+    }
+}
+
+/// The requests on a separate debug-info file (`objcopy --only-keep-debug`, Nix's
+/// `separateDebugInfo`), in patchelf's order: its headers answer `--print-os-abi` and
+/// `--print-execstack`; `--print-soname` on one that is not a library prints nothing, as on any
+/// such file. `--print-rpath` prints nothing and succeeds, as patchelf's test
+/// `no-dynamic-section` wants, and so do the run path edits, which leave the file as it is:
+/// nixpkgs' `autoFixElfFiles` takes `--print-rpath`'s success for "dynamically linked" and then
+/// edits the run path of every such file, the `debug` output's included, and a failure there
+/// would fail the build. No loader reads a debug-info file, so there is no run path to fix.
+/// Everything else needs the dynamic section or the interpreter, which have no contents here:
+/// the request fails with status 1 and nothing is written.
+fn debug_info(
+    said: &Said,
+    a: &Args,
+    path: &Path,
+    (header, phdrs): (&elfpatch::format::Header, &[elfpatch::format::Phdr]),
+    why: elfpatch::Error,
+    out: &mut Out,
+) -> Result<(), Failure> {
+    let library = header.e_type == ET_DYN;
+    let lacks = a.print_interpreter
+        || a.set_os_abi.is_some()
+        || (a.print_soname && library)
+        || (a.set_soname.is_some() && library)
+        || a.set_interpreter.is_some();
+    // The prints before the first request the file cannot answer are made, as patchelf makes
+    // them.
+    if a.print_interpreter {
+        return Err(why.into());
+    }
+    if a.print_os_abi {
+        let abi = header.ident[elfpatch::read::EI_OSABI];
+        out.line(options::os_abi_name(abi).as_bytes());
+    }
+    if lacks {
+        return Err(why.into());
+    }
+    if a.set_soname.is_some() {
+        said.warn(
+            path,
+            "not a shared library: --set-soname ignored (as patchelf ignores it)",
+        );
+    }
+    if a.print_execstack {
+        let state = match elfpatch::read::execstack(phdrs) {
+            Some(true) => 'X',
+            Some(false) => '-',
+            None => '?',
+        };
+        out.line(format!("execstack: {state}").as_bytes());
+    }
+    let edits = a.execstack_edit().is_some()
+        || a.edits_dynamic_other_than_run_path()
+        || a.build_resolution_cache
+        || a.output.is_some();
+    if a.print_needed || edits {
+        return Err(why.into());
+    }
+    if a.debug {
+        say!(
+            "{}: {}: a separate debug-info file: no dynamic section contents, nothing done",
+            said.prog,
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// `--build-resolution-cache` on `path`, once the other edits are written: the descriptor
@@ -339,7 +417,8 @@ fn build_note(a: &Args, path: &Path, opts: &Options) -> Result<(), Failure> {
         if present {
             return Err(Failure::StaleNote(path.to_path_buf()));
         }
-        eprintln!("{warning}");
+        // patchelf's own words, which its tests compare.
+        say!("{warning}");
         Ok(())
     };
     if e.dynamic.is_none() {
@@ -367,54 +446,77 @@ fn program_name(argv0: Option<&OsStr>) -> String {
         .map(Path::new)
         .and_then(Path::file_name)
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "elfpatch".into())
 }
 
 fn main() -> ExitCode {
     let mut argv = std::env::args_os();
-    let program = program_name(argv.next().as_deref());
+    let prog = program_name(argv.next().as_deref());
     let argv: Vec<OsString> = argv.collect();
     if argv.is_empty() {
         // As patchelf: no arguments at all, the help on stderr and a failure.
-        eprint!("{}", docs::help());
+        say_raw(&docs::help(&prog));
         return ExitCode::from(2);
     }
-    let args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
+    let mut out = Out {
+        closed: false,
+        error: None,
+    };
+    let mut args = match parse_args(argv, |p| std::fs::symlink_metadata(p).is_ok()) {
         Ok(a) => a,
         Err(ParseError::Usage(msg)) => {
-            eprintln!("elfpatch: {msg} (see elfpatch --help)");
+            say!("{prog}: {msg} (see {prog} --help)");
             return ExitCode::from(2);
         }
         Err(ParseError::AtFile(msg)) => {
-            eprintln!("elfpatch: {msg}");
-            return ExitCode::from(1);
+            say!("{prog}: {msg}");
+            return ExitCode::from(3);
         }
     };
-    if let Some(action) = args.action {
-        let text = match action {
-            Action::Help => docs::help(),
-            Action::Version => docs::version(&program),
-            Action::Man => docs::man(),
-            Action::Completion(shell) => docs::completion(shell),
-        };
-        print!("{text}");
-        if !text.ends_with('\n') {
-            println!();
-        }
-        return ExitCode::SUCCESS;
+    // patchelf's own switch for its debug output (its test suite sets it, and greps for what
+    // elfpatch says only then: facts no loader cares about).
+    args.debug |= std::env::var_os("PATCHELF_DEBUG").is_some();
+    if args.debug {
+        // Which program answers, whatever its name: clients parse `--version`, people read this.
+        say!("{prog}: {}", docs::identity());
     }
-    for w in &args.warnings {
-        eprintln!("elfpatch: warning: {w}");
-    }
-    let mut status = 0u8;
-    for f in &args.files {
-        if let Err(e) = process(&args, f) {
-            let _ = std::io::stdout().flush();
-            eprintln!("elfpatch: {e}");
-            if status == 0 {
-                status = e.exit_code();
+    let said = Said { prog: &prog };
+    let status = match args.action {
+        Some(action) => {
+            let text = match action {
+                Action::Help => docs::help(&prog),
+                Action::Version => docs::version(&prog),
+                Action::Man => docs::man(),
+                Action::Completion(shell) => docs::completion(shell),
+            };
+            out.write(text.as_bytes());
+            if !text.ends_with('\n') {
+                out.write(b"\n");
             }
+            0
         }
+        None => {
+            for w in &args.warnings {
+                say!("{prog}: warning: {w}");
+            }
+            let mut status = 0u8;
+            for f in &args.files {
+                if let Err(e) = process(&said, &args, f, &mut out) {
+                    say!("{prog}: {e}");
+                    if status == 0 {
+                        status = e.exit_code();
+                    }
+                }
+            }
+            status
+        }
+    };
+    match out.error {
+        Some(e) => {
+            say!("{prog}: cannot write to stdout: {e}");
+            ExitCode::from(if status == 0 { EXIT_STDOUT } else { status })
+        }
+        None => ExitCode::from(status),
     }
-    ExitCode::from(status)
 }

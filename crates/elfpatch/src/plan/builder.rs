@@ -16,7 +16,7 @@
 use object::elf;
 
 use super::contents::{
-    section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
+    defines_versions, section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
 };
 use super::edits::{Desired, Entry, SymbolEdits, VerneedEdits};
 use super::header::NewTable;
@@ -108,7 +108,7 @@ impl<'p, 'a> Builder<'p, 'a> {
         }
         let versions =
             planner.new_versions(&self.verneed_edits, records_before, &strings, &self.symbols);
-        update_version_entries(&mut self.entries, &self.verneed_edits, &versions);
+        update_version_entries(&mut self.entries, &self.verneed_edits, &versions, elf);
 
         let entries_changed = self.planner.dynamic_changed(&self.entries);
         let capacity = elf.dynamic.as_ref().map_or(0, |d| d.capacity());
@@ -189,14 +189,24 @@ impl<'p, 'a> Builder<'p, 'a> {
         (sh.sh_offset, sh.sh_addr, sh.sh_size) = (offset, addr, size);
     }
 
-    /// `.gnu.version_r`'s `sh_info` is its record count.
+    /// `.gnu.version_r`'s `sh_info` is its record count. When no record is left and the file
+    /// defines no versions, `.gnu.version` describes nothing any more: `DT_VERSYM` goes
+    /// (`update_version_entries`) and its section header becomes an all-zero `SHT_NULL` entry, as
+    /// a removed note's does (no index changes).
     pub(super) fn version_section_counts(&self, shdrs: &mut [Shdr], versions: &NewVersions) {
         if versions.kept == versions.entries.len() {
             return;
         }
-        let region = self.planner.tables.verneed.as_ref().map(|(r, _)| *r);
-        if let Some(i) = section_at(self.planner.elf, elf::SHT_GNU_VERNEED, region) {
+        let planner = self.planner;
+        let region = planner.tables.verneed.as_ref().map(|(r, _)| *r);
+        if let Some(i) = section_at(planner.elf, elf::SHT_GNU_VERNEED, region) {
             shdrs[i].sh_info = versions.kept as u32;
+        }
+        if versions.kept == 0 && !defines_versions(planner.elf) {
+            let region = planner.tables.versym.as_ref().map(|(r, _)| *r);
+            if let Some(i) = section_at(planner.elf, elf::SHT_GNU_VERSYM, region) {
+                shdrs[i] = Shdr::default();
+            }
         }
     }
 

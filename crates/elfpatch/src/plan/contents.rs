@@ -353,18 +353,33 @@ impl Planner<'_> {
     }
 }
 
-/// DT_VERNEEDNUM follows the number of records (and both tags go with the last one).
+/// Whether the file defines symbol versions of its own (`DT_VERDEF`).
+pub(super) fn defines_versions(elf: &Elf) -> bool {
+    elf.dynamic
+        .as_ref()
+        .is_some_and(|d| d.get(elf::DT_VERDEF).is_some())
+}
+
+/// DT_VERNEEDNUM follows the number of records (and both tags go with the last one). When the
+/// last record goes and the file defines no versions either, DT_VERSYM goes too: glibc takes
+/// each symbol's version from `l_versions[versym]`, which it allocates only for a file with
+/// version records, and a DT_VERSYM without them makes it relocate through a null array
+/// (SIGSEGV: seen on /usr/bin/kill once its libc.so.6 was removed, with libc preloaded).
 pub(super) fn update_version_entries(
     entries: &mut Vec<Entry>,
     edits: &VerneedEdits,
     versions: &NewVersions,
+    elf: &Elf,
 ) {
     if edits.removals.is_empty() {
         return;
     }
     if versions.kept == 0 {
+        let versym = !defines_versions(elf);
         entries.retain(|x| {
-            x.tag != u64::from(elf::DT_VERNEED) && x.tag != u64::from(elf::DT_VERNEEDNUM)
+            x.tag != u64::from(elf::DT_VERNEED)
+                && x.tag != u64::from(elf::DT_VERNEEDNUM)
+                && !(versym && x.tag == u64::from(elf::DT_VERSYM))
         });
     } else {
         for x in entries

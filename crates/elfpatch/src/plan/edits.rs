@@ -8,6 +8,7 @@ use super::header::HeaderEdits;
 use super::{Edit, Planner};
 use crate::error::{Error, Result};
 use crate::format::Dyn;
+use crate::need::Need;
 use crate::read::is_string_tag;
 use crate::refs::VerneedEntry;
 
@@ -116,8 +117,8 @@ impl<'a> Planner<'a> {
             header: HeaderEdits::default(),
         };
         for edit in edits {
-            if edits_dynamic(edit) && self.elf.dynamic.is_none() {
-                return Err(self.no_dynamic());
+            if edits_dynamic(edit) {
+                self.elf.require(Need::Dynamic)?;
             }
             self.apply_edit(&mut desired, edit)?;
         }
@@ -129,35 +130,6 @@ impl<'a> Planner<'a> {
             .renames
             .retain(|r| !removals.contains(&r.record));
         Ok(desired)
-    }
-
-    /// Why a file without a dynamic array cannot take an edit of it.
-    fn no_dynamic(&self) -> Error {
-        if self.elf.phdrs.iter().any(|p| p.p_type == elf::PT_DYNAMIC) {
-            // An empty PT_DYNAMIC (linker scripts that list one with nothing in it): glibc reads
-            // the array at its address all the same, so no loader uses what a .dynamic section
-            // outside it would say, and an array there would be one the loader never meant.
-            Error::unsupported("the file's PT_DYNAMIC is empty: there is no dynamic array to edit")
-        } else if let Some(reason) = &self.elf.unread_dynamic_section {
-            // A .dynamic section no PT_DYNAMIC describes is edited when it reads soundly
-            // (`Elf::read_dynamic_section`); this one does not.
-            Error::unsupported(format!(
-                "the file has a .dynamic section but no PT_DYNAMIC, and the section cannot be \
-                 edited soundly: {reason}"
-            ))
-        } else if self
-            .elf
-            .sections
-            .iter()
-            .any(|s| s.shdr.sh_type == elf::SHT_DYNAMIC)
-        {
-            // SHT_NOBITS: a debug-info file's placeholder, not an array.
-            Error::unsupported(
-                "the file's .dynamic section holds no bytes and there is no PT_DYNAMIC",
-            )
-        } else {
-            Error::unsupported("the file has no dynamic section (PT_DYNAMIC)")
-        }
     }
 
     fn original_entries(&self) -> Vec<Entry> {
@@ -215,9 +187,7 @@ impl<'a> Planner<'a> {
             }
             Edit::SetInterpreter(s) => {
                 check_name(s, "interpreter")?;
-                if self.elf.interp.is_none() {
-                    return Err(Error::unsupported("the file has no PT_INTERP to set"));
-                }
+                self.elf.require(Need::Interpreter)?;
                 if s.is_empty() {
                     return Err(Error::invalid("empty interpreter path"));
                 }

@@ -56,7 +56,7 @@ mod testing;
 
 use object::elf;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::Format;
 use crate::read::Elf;
 use crate::refs::Region;
@@ -303,6 +303,29 @@ fn checked_align_up(x: u64, a: u64) -> Option<u64> {
     }
 }
 
+/// What applying `plan` to `elf` drops of the file beyond what was asked, as warnings the caller
+/// must show (never silently): today one thing, a section header table that cannot be read (an
+/// entry size that is not the class's), which an edit that appends data removes (`e_shoff`,
+/// `e_shnum` and `e_shstrndx` set to 0) so that no tool reads the appended bytes as section
+/// headers.
+pub fn dropped(elf: &Elf, plan: &Plan) -> Vec<crate::Warning> {
+    let appended = matches!(plan.layout, Layout::Appended { .. });
+    if !(appended && elf.section_headers_unusable()) {
+        return Vec::new();
+    }
+    vec![crate::Warning {
+        kind: crate::WarningKind::Damage,
+        part: "section header table".into(),
+        problem: "section header table dropped",
+        detail: format!(
+            "e_shoff {:#x}, e_shentsize {}: a table that cannot be read is removed by an edit that \
+             appends data (e_shoff, e_shnum and e_shstrndx set to 0), so that no tool reads the \
+             new bytes as section headers",
+            elf.header.e_shoff, elf.header.e_shentsize
+        ),
+    }]
+}
+
 /// Plans `edits` on `elf`. `tables` must come from the same file ([`Tables::read`]).
 pub fn plan(elf: &Elf, tables: &Tables, edits: &[Edit], opts: &Options) -> Result<Plan> {
     Planner::new(elf, tables, opts)?.run(edits)
@@ -340,12 +363,7 @@ impl<'a> Planner<'a> {
         if edits.is_empty() {
             return Ok(unchanged);
         }
-        let e_type = elf.e_type();
-        if e_type != object::elf::ET_EXEC && e_type != object::elf::ET_DYN {
-            return Err(Error::unsupported(format!(
-                "e_type {e_type} is not an executable or shared object"
-            )));
-        }
+        elf.require(crate::need::Need::Image)?;
 
         // 1. What the dynamic array, version records and interpreter should say.
         let mut desired = self.desired(edits)?;

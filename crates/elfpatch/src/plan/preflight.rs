@@ -1,6 +1,8 @@
 //! The checks that come before any planning: editing assumes the loader's view of the file is
 //! sane, and a file that is not is refused here, before anything is decided about it.
 //!
+//! - the section header table fits in the file (a file cut short is refused whole:
+//!   `Elf::check_section_table`);
 //! - every section lies inside the file and the address space, and `.dynsym`'s entry size is a
 //!   symbol's;
 //! - at most one `PT_PHDR`; the `PT_LOAD`s sorted by address and disjoint in memory (usable
@@ -20,6 +22,7 @@ use crate::refs::Region;
 impl Planner<'_> {
     /// Runs every check, in this order (the first failure is the error).
     pub(super) fn preflight(&self) -> Result<()> {
+        self.elf.check_section_table()?;
         check_sections(self.elf)?;
         check_segments(self.elf)?;
         check_dynamic_tags(self.elf)?;

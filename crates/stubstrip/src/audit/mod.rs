@@ -6,6 +6,7 @@
 //! [`report`] words the findings (both pure); [`run`] finds and reads the files, reads each
 //! architecture's loader settings once, and prints.
 
+pub mod damage;
 pub mod model_rules;
 pub mod report;
 pub mod rules;
@@ -36,6 +37,9 @@ pub struct AuditConfig {
     pub exclude: Exclude,
     /// Fail on findings at or above this severity (`None`: never).
     pub deny: Option<Severity>,
+    /// The option that set [`Self::deny`], as the report names it: `--deny` for `audit`,
+    /// `--audit` for `fixup`.
+    pub deny_option: &'static str,
     /// JSON on stdout.
     pub json: bool,
     /// Build or temporary directories, besides `/build`, `$NIX_BUILD_TOP` and `$TMPDIR`.

@@ -44,6 +44,9 @@ pub struct AuditReport<'a> {
     /// Diagnostics about the named paths ([`Scan::notes`]).
     #[serde(skip)]
     notes: String,
+    /// The option that set `deny` (`--deny`, or `--audit` in `fixup`).
+    #[serde(skip)]
+    deny_option: &'static str,
 }
 
 impl<'a> AuditReport<'a> {
@@ -57,6 +60,7 @@ impl<'a> AuditReport<'a> {
         let mut report = AuditReport {
             command: "audit",
             deny: deny.map(Severity::name).unwrap_or("never"),
+            deny_option: "--deny",
             files_scanned: scan.census.files_seen,
             elf_files: scan.census.elf_files,
             files_with_findings: 0,
@@ -98,6 +102,12 @@ impl<'a> AuditReport<'a> {
         report
     }
 
+    /// The report with `option` named as the one that set the failing level.
+    pub fn deny_option(mut self, option: &'static str) -> Self {
+        self.deny_option = option;
+        self
+    }
+
     /// Whether a finding is at or above the `--deny` level.
     pub fn denied(&self) -> bool {
         self.denied
@@ -111,11 +121,12 @@ impl<'a> AuditReport<'a> {
     /// The summary line.
     pub fn summary(&self) -> String {
         if let (Some(nothing), true) = (self.census.nothing_to_do(), self.errors.is_empty()) {
-            return format!("stubstrip: audit: nothing audited: {nothing}");
+            return format!("{}: audit: nothing audited: {nothing}", crate::prog::name());
         }
         let c = &self.counts;
         format!(
-            "stubstrip: audit: {}, {}, {} in {} of {}{}{}",
+            "{}: audit: {}, {}, {} in {} of {}{}{}",
+            crate::prog::name(),
             count(c.error, "error", "errors"),
             count(c.warning, "warning", "warnings"),
             count(c.info, "info", "info"),
@@ -129,7 +140,10 @@ impl<'a> AuditReport<'a> {
                 ),
             },
             if self.denied {
-                format!(" (failing: findings at or above --deny {})", self.deny)
+                format!(
+                    " (failing: findings at or above {} {})",
+                    self.deny_option, self.deny
+                )
             } else {
                 String::new()
             }
@@ -144,7 +158,13 @@ impl<'a> AuditReport<'a> {
             p.diagnostics.push_str(&self.notes);
         }
         for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "stubstrip: error: {}: {}", e.path, e.error);
+            let _ = writeln!(
+                p.diagnostics,
+                "{}: {}: {}",
+                crate::prog::name(),
+                e.path,
+                e.error
+            );
         }
         let out = &mut p.report;
         if !json {

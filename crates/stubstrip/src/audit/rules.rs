@@ -148,6 +148,8 @@ pub const RULES: &[AuditRule] = &[
     NOTE_STALE,
     NOTE_OUTSIDE,
     DLOPEN_STUB,
+    super::damage::DAMAGED,
+    super::damage::HARMLESS,
 ];
 
 /// The table of [`RULES`] in Markdown: code, severity, finding, fix.

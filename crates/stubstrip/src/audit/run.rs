@@ -69,8 +69,17 @@ fn audit_file(
         Err(e) if e.is_not_elf() => return AuditOutcome::NotAudited,
         Err(e) => return AuditOutcome::Failed(e.into()),
     };
-    if !info.dynamic || !header.is_loadable() {
+    // What elfpatch found in the section headers, for every loadable object (a static program
+    // cut short too).
+    let damage = super::damage::findings(&info.header_warnings);
+    if !header.is_loadable() {
         return AuditOutcome::NotAudited;
+    }
+    if !info.dynamic {
+        return match damage.is_empty() {
+            true => AuditOutcome::NotAudited,
+            false => AuditOutcome::Audited(damage),
+        };
     }
     let target = Target::of(&header);
     let key = (target, info.interpreter.clone());
@@ -120,15 +129,16 @@ fn audit_file(
         origin: &origin,
         info: &info,
     };
-    AuditOutcome::Audited(super::audit(&subject, &cx, model_fs))
+    let mut found = super::audit(&subject, &cx, model_fs);
+    found.extend(damage);
+    AuditOutcome::Audited(found)
 }
 
 /// Runs `audit`; returns the exit status.
 pub fn run(c: &AuditConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
-    let report = run_on(c, &scan, true);
-    report.0.emit();
-    report.1
+    let (out, code) = run_on(c, &scan, true);
+    out.emit(code)
 }
 
 /// Audits the loadable objects of `scan`; the report's text (with the count line when
@@ -165,7 +175,7 @@ fn run_with(
         })
         .collect();
 
-    let report = AuditReport::new(&results, scan, c.deny);
+    let report = AuditReport::new(&results, scan, c.deny).deny_option(c.deny_option);
     let code = if report.denied() {
         EXIT_DENIED
     } else if report.failed() {
@@ -326,6 +336,7 @@ pub(crate) mod tests {
             paths: vec![out.to_path_buf()],
             exclude: Exclude::default(),
             deny: Some(Severity::Warning),
+            deny_option: "--deny",
             json,
             build_dirs: Vec::new(),
             stubs: StubMatcher::default(),

@@ -18,8 +18,18 @@ pub const EXIT_STUBS_FOUND: u8 = 1;
 /// Exit status: some file could not be read (named on stderr).
 pub const EXIT_FILE_ERRORS: u8 = 3;
 
-/// One file's result: its stub entries (`Ok(None)` for a file that is not ELF).
-pub type CheckOutcome = Result<Option<Vec<(RunpathTag, String)>>, FileError>;
+/// One file's result (`Ok(None)` for a file that is not ELF).
+pub type CheckOutcome = Result<Option<Checked>, FileError>;
+
+/// What `check` found in one ELF file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Its stub entries, each with its tag.
+    pub entries: Vec<(RunpathTag, String)>,
+    /// The damage elfpatch found reading it ([`crate::elf_file::damage`]): said, not failed on
+    /// (the run paths were read all the same).
+    pub damage: Vec<String>,
+}
 
 /// What `check` does, decided from the arguments.
 #[derive(Clone, Debug)]

@@ -30,6 +30,11 @@ pub struct CheckReport {
     files_with_stubs: usize,
     findings: Vec<StubEntry>,
     errors: Vec<ErrorEntry>,
+    /// Files read whose section headers are damaged (elfpatch's words), in the JSON report only
+    /// when there are some: said on stderr, not
+    /// failed on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    damaged: Vec<ErrorEntry>,
     census: Census,
     /// Diagnostics about the named paths ([`Scan::notes`]).
     #[serde(skip)]
@@ -55,6 +60,7 @@ impl CheckReport {
             files_with_stubs: 0,
             findings: Vec::new(),
             errors: walk_error_entries(&scan.errors, WalkError::to_string),
+            damaged: Vec::new(),
             census: scan.census,
             notes: scan.notes(),
             read: 0,
@@ -64,8 +70,13 @@ impl CheckReport {
         for (path, res) in results {
             match res {
                 Ok(None) => {}
-                Ok(Some(found)) => {
+                Ok(Some(checked)) => {
                     r.read += 1;
+                    r.damaged.extend(checked.damage.iter().map(|d| ErrorEntry {
+                        path: path.display().to_string(),
+                        error: d.clone(),
+                    }));
+                    let found = &checked.entries;
                     if found.is_empty() {
                         r.clean.push(path.display().to_string());
                     } else {
@@ -125,16 +136,23 @@ impl CheckReport {
         let read = count(self.read, "ELF file read", "ELF files read");
         if !self.findings.is_empty() {
             format!(
-                "stubstrip: check failed: {} in {} of {read}{unread}",
+                "{}: check failed: {} in {} of {read}{unread}",
+                crate::prog::name(),
                 count(self.findings.len(), "stub entry", "stub entries"),
                 self.files_with_stubs,
             )
         } else if !self.errors.is_empty() {
-            format!("stubstrip: check incomplete: no stub entries in the {read}{unread}")
+            format!(
+                "{}: check incomplete: no stub entries in the {read}{unread}",
+                crate::prog::name()
+            )
         } else if let Some(nothing) = self.census.nothing_to_do() {
-            format!("stubstrip: check: nothing checked: {nothing}")
+            format!("{}: check: nothing checked: {nothing}", crate::prog::name())
         } else {
-            format!("stubstrip: check passed: no stub entries in {read}")
+            format!(
+                "{}: check passed: no stub entries in {read}",
+                crate::prog::name()
+            )
         }
     }
 
@@ -146,12 +164,21 @@ impl CheckReport {
             ..Printout::default()
         };
         for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
+            let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
+        }
+        for d in &self.damaged {
+            let _ = writeln!(
+                p.diagnostics,
+                "{}: {}: warning: {}",
+                crate::prog::name(),
+                d.path,
+                d.error
+            );
         }
         let out = &mut p.report;
         if verbose {
             for c in &self.clean {
-                let _ = writeln!(out, "stubstrip: {c}: no stub entries");
+                let _ = writeln!(out, "{}: {c}: no stub entries", crate::prog::name());
             }
         }
         for f in &self.findings {

@@ -6,7 +6,8 @@ use rayon::prelude::*;
 
 use super::report::CheckReport;
 use super::{
-    note_stub_entries, stub_entries, CheckConfig, CheckOutcome, EXIT_FILE_ERRORS, EXIT_STUBS_FOUND,
+    note_stub_entries, stub_entries, CheckConfig, CheckOutcome, Checked, EXIT_FILE_ERRORS,
+    EXIT_STUBS_FOUND,
 };
 use crate::elf_file;
 use crate::rule::StubMatcher;
@@ -15,9 +16,12 @@ use crate::scan;
 /// The stub entries left in one file.
 pub fn check_file(path: &Path, stubs: &StubMatcher) -> CheckOutcome {
     Ok(elf_file::open_noted(path)?.map(|(elf, note)| {
-        let mut found = stub_entries(&elf_file::run_paths(&elf), stubs);
-        found.extend(note.iter().flat_map(|n| note_stub_entries(n, stubs)));
-        found
+        let mut entries = stub_entries(&elf_file::run_paths(&elf), stubs);
+        entries.extend(note.iter().flat_map(|n| note_stub_entries(n, stubs)));
+        Checked {
+            entries,
+            damage: elf_file::damage(&elf),
+        }
     }))
 }
 
@@ -34,12 +38,12 @@ pub fn run(c: &CheckConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
     let results = check_files(&c.stubs, &scan.objects());
     let r = CheckReport::new(&results, &scan);
-    r.render(c.verbose, c.json).emit();
-    if r.stub_entries() > 0 {
+    let code = if r.stub_entries() > 0 {
         EXIT_STUBS_FOUND
     } else if r.failed() {
         EXIT_FILE_ERRORS
     } else {
         0
-    }
+    };
+    r.render(c.verbose, c.json).emit(code)
 }

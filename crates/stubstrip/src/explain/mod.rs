@@ -26,7 +26,11 @@ pub struct ExplainConfig {
     pub file: PathBuf,
     /// Only these library names (each also looked up as if the program `dlopen`ed it).
     pub libnames: Vec<Bytes>,
-    /// JSON on stdout instead of the tree.
+    /// Also the loader's settings and every lookup (the tree).
+    pub verbose: bool,
+    /// Also where each `dlopen` is known from.
+    pub why: bool,
+    /// JSON on stdout instead of the text.
     pub json: bool,
     /// Resolve as if this directory were `/`.
     pub root: Option<PathBuf>,

@@ -12,7 +12,7 @@ use ldso_model::resolve::{
 };
 use ldso_model::settings::{LoaderSettings, SettingsProvenance};
 
-use crate::driver::{is_driver_library, RUNTIME_DIRS};
+use crate::driver::{is_driver_library, DRIVER_LIBRARIES, RUNTIME_DIRS};
 use crate::printout::{json_text, Printout};
 use crate::rule::StubMatcher;
 
@@ -100,6 +100,12 @@ struct LookupView {
     passed_over: Vec<PassedOverView>,
     notes: Vec<String>,
     depth: usize,
+    /// Whether the library is one the GPU driver provides (`libcuda.so.1`, ...): the lookups
+    /// the report's first lines answer for.
+    driver_library: bool,
+    /// Why the lookup ended where it did, in the words of those lines (`found in its RUNPATH;
+    /// STUB: ...`, `already loaded`).
+    why: String,
     #[serde(skip)]
     object: Option<usize>,
     #[serde(skip)]
@@ -205,6 +211,8 @@ fn lookup_view(
         } else {
             depth
         },
+        driver_library: is_driver_library(base_bytes(&r.expanded)),
+        why: String::new(),
         object: None,
         loaded_here: false,
         requester: r.requester,
@@ -264,7 +272,82 @@ fn lookup_view(
             }
         }
     }
+    v.why = why(&v);
     v
+}
+
+fn base_bytes(p: &[u8]) -> &[u8] {
+    p.rsplit(|&c| c == b'/').next().unwrap_or(p)
+}
+
+/// The file name of a path.
+fn base(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// Where a lookup found its file, in words: `found in its RUNPATH`, `found in ld.so.cache`,
+/// and `(the driver link)` when the directory is one.
+fn found_words(l: &LookupView) -> Option<String> {
+    let of = |kind: &str| match &l.search_list_of {
+        Some(o) if *o == l.requested_by => format!("its {kind}"),
+        Some(o) => format!("the {kind} of {}", base(o)),
+        None => kind.to_string(),
+    };
+    let mut w = match l.found_via? {
+        k @ ("RPATH" | "RUNPATH") => format!("found in {}", of(k)),
+        k @ "resolution-cache note" => format!("found through {}", of(k)),
+        "default directories" => "found in the default directories".to_string(),
+        "direct" => "named by its path".to_string(),
+        k => format!("found in {k}"),
+    };
+    let dir = l
+        .path
+        .as_deref()
+        .map(|p| p.rsplit_once('/').map_or("", |(d, _)| d));
+    if dir.is_some_and(|d| RUNTIME_DIRS.contains(&d)) {
+        w.push_str(" (the driver link)");
+    }
+    Some(w)
+}
+
+/// What a stub in place of the library means, in a few words.
+fn stub_words(l: &LookupView) -> Option<&'static str> {
+    let st = l.stub.as_ref()?;
+    Some(
+        if base(l.expanded.as_deref().unwrap_or(&l.name)).starts_with("libcuda.so") {
+            "CUDA calls fail with CUDA_ERROR_STUB_LIBRARY (34)"
+        } else if st.driver_library {
+            "a link-time stub, not the driver's library"
+        } else {
+            "a link-time stub, not meant to be loaded at run time"
+        },
+    )
+}
+
+/// Why a lookup ended where it did: the words after its file in the report's first lines.
+fn why(l: &LookupView) -> String {
+    let mut w = match l.result {
+        "loaded" => found_words(l).unwrap_or_default(),
+        "already_loaded" => match found_words(l) {
+            Some(f) => format!("already loaded ({f} again, the same file)"),
+            None => "already loaded".to_string(),
+        },
+        "error" => l.error.clone().unwrap_or_default(),
+        _ => match (&l.error, l.dlopen, l.driver_library) {
+            (Some(e), ..) => e.clone(),
+            (None, true, _) => "the dlopen() finds nothing here (the program copes)".to_string(),
+            (None, false, true) => "the driver provides it where the program runs".to_string(),
+            (None, false, false) => String::new(),
+        },
+    };
+    if let Some(st) = stub_words(l) {
+        if !w.is_empty() {
+            w.push_str("; ");
+        }
+        w.push_str("STUB: ");
+        w.push_str(st);
+    }
+    w
 }
 
 fn wanted(r: &LibraryRequest, res: &Resolution, names: &[Bytes]) -> bool {
@@ -326,8 +409,8 @@ fn tree_order(r: &ExplainReport) -> Vec<usize> {
     out
 }
 
-/// The header of the report: the file and the loader's settings.
-fn render_settings(r: &ExplainReport, o: &mut String) {
+/// The first line: the file, its architecture and interpreter.
+fn render_header(r: &ExplainReport, o: &mut String) {
     let _ = writeln!(
         *o,
         "{}: {}{}",
@@ -338,6 +421,11 @@ fn render_settings(r: &ExplainReport, o: &mut String) {
             .map(|i| format!(", interpreter {i}"))
             .unwrap_or_default()
     );
+}
+
+/// The loader's settings (`-v`).
+fn render_settings(r: &ExplainReport, o: &mut String) {
+    let _ = writeln!(*o, "the loader:");
     let st = &r.settings;
     let _ = writeln!(
         *o,
@@ -374,12 +462,244 @@ fn render_settings(r: &ExplainReport, o: &mut String) {
     );
 }
 
-/// The human-readable report: the loader's settings, then every lookup.
-fn render_text(r: &ExplainReport) -> String {
-    let mut o = String::new();
-    render_settings(r, &mut o);
-    let _ = writeln!(o);
-    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+/// How much the text says besides the answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detail {
+    /// The loader's settings and every lookup (`-v`).
+    pub verbose: bool,
+    /// Where each `dlopen` is known from (`--why`).
+    pub why: bool,
+}
+
+/// Whether a lookup is a problem the exit status counts: a library not found (not a `dlopen`
+/// the object makes by itself, which it copes with), one that cannot load, a stub.
+fn is_problem(l: &LookupView) -> bool {
+    match l.result {
+        "not_found" => l.dlopen_known_from.is_none(),
+        "error" => true,
+        _ => l.stub.is_some() && l.loaded_here,
+    }
+}
+
+/// The lookups the first lines answer for, each row with the lookups it stands for: every
+/// lookup of a driver library, `libcuda.so.1` first, then the other driver libraries in the
+/// order of [`DRIVER_LIBRARIES`], then every other problem, each in the loader's order (with
+/// LIBNAMEs, every lookup shown, in the loader's order). Lookups of one name that end the same
+/// way (the same file, already loaded; nothing found) are one row.
+fn answer_rows(r: &ExplainReport) -> Vec<Vec<usize>> {
+    type Key<'a> = (&'a str, &'static str, Option<&'a str>, &'a str);
+    let mut rows: Vec<(Key, Vec<usize>)> = Vec::new();
+    for (k, l) in r.lookups.iter().enumerate() {
+        if !(r.filtered || l.driver_library || is_problem(l)) {
+            continue;
+        }
+        let key = (l.name.as_str(), l.result, l.path.as_deref(), l.why.as_str());
+        match rows.iter_mut().find(|(k2, _)| *k2 == key) {
+            Some((_, row)) => row.push(k),
+            None => rows.push((key, vec![k])),
+        }
+    }
+    if !r.filtered {
+        // Stable: the loader's order within each library.
+        rows.sort_by_key(|(_, row)| {
+            let l = &r.lookups[row[0]];
+            let name = base(l.expanded.as_deref().unwrap_or(&l.name));
+            DRIVER_LIBRARIES
+                .iter()
+                .position(|d| *d == name)
+                .unwrap_or(DRIVER_LIBRARIES.len())
+        });
+    }
+    rows.into_iter().map(|(_, row)| row).collect()
+}
+
+/// Who asked, for an answer line: `libcudart.so.13 (dlopen)`, `app`; at most six, then how
+/// many more.
+fn requesters(r: &ExplainReport, row: &[usize]) -> String {
+    const SHOWN: usize = 6;
+    let who = |k: &usize| {
+        let l = &r.lookups[*k];
+        let b = base(&l.requested_by);
+        match (l.dlopen, l.dlopen_known_from.is_some()) {
+            (true, true) => format!("{b} (dlopen)"),
+            (true, false) => format!("{b} (dlopen, as asked)"),
+            _ => b.to_string(),
+        }
+    };
+    let mut names: Vec<String> = row.iter().take(SHOWN).map(who).collect();
+    if row.len() > SHOWN {
+        names.push(format!("{} more", row.len() - SHOWN));
+    }
+    match names.len() {
+        0 | 1 => names.concat(),
+        n => format!("{} and {}", names[..n - 1].join(", "), names[n - 1]),
+    }
+}
+
+/// The first lines: for each driver library (and each problem), which file each object gets
+/// and why, one line each; with `why`, where each `dlopen` is known from under its line.
+fn render_answer(r: &ExplainReport, d: Detail, o: &mut String) {
+    let rows = answer_rows(r);
+    if rows.is_empty() {
+        // The two the users ask about; the whole list is driver::DRIVER_LIBRARIES.
+        let _ = writeln!(
+            *o,
+            "no GPU driver library (libcuda.so.1, libnvidia-ml.so.1, ...) is needed or dlopen()ed, \
+             and every library is found"
+        );
+        return;
+    }
+    for row in rows {
+        let l = &r.lookups[row[0]];
+        let name = match &l.expanded {
+            Some(e) => format!("{} ({e})", l.name),
+            None => l.name.clone(),
+        };
+        let target = match (l.result, &l.path) {
+            ("loaded" | "already_loaded", Some(p)) => p.clone(),
+            ("error", Some(p)) => format!("ERROR: {p}"),
+            ("error", None) => "ERROR".to_string(),
+            _ => "NOT FOUND".to_string(),
+        };
+        let sep = if l.why.is_empty() { "" } else { ": " };
+        let _ = writeln!(
+            *o,
+            "{name} for {} => {target}{sep}{}",
+            requesters(r, &row),
+            l.why
+        );
+        if d.why {
+            let mut known: Vec<&str> = row
+                .iter()
+                .filter_map(|k| r.lookups[*k].dlopen_known_from.as_deref())
+                .collect();
+            known.dedup();
+            for k in known {
+                let _ = writeln!(*o, "    dlopen known from {k}");
+            }
+        }
+    }
+}
+
+/// A lookup that only reuses an object loaded before, with nothing else to say: the tree
+/// shows those of one object on one line.
+fn plain_reuse(l: &LookupView) -> bool {
+    l.result == "already_loaded"
+        && l.found_via.is_none()
+        && l.passed_over.is_empty()
+        && l.notes.is_empty()
+}
+
+/// One lookup in the tree (or, with LIBNAMEs, the list), with what it passed over.
+fn render_lookup(r: &ExplainReport, l: &LookupView, d: Detail, pad: &str, o: &mut String) {
+    let via = |l: &LookupView| match (&l.found_via, &l.search_list_of) {
+        (Some(k), Some(owner)) => format!("[{k} of {}]", base(owner)),
+        (Some(k), None) => format!("[{k}]"),
+        _ => String::new(),
+    };
+    let name = match &l.expanded {
+        Some(e) => format!("{} ({e})", l.name),
+        None => l.name.clone(),
+    };
+    let from = if l.dlopen_known_from.is_some() {
+        format!("dlopen {name}")
+    } else if l.dlopen {
+        format!("dlopen({}) from {}", name, base(&l.requested_by))
+    } else if r.filtered {
+        format!("{name} (needed by {})", l.requested_by)
+    } else {
+        name
+    };
+    let stub = if l.stub.is_some() { "  STUB" } else { "" };
+    let line = match l.result {
+        "loaded" => format!("{from} => {}  {}", l.path.as_deref().unwrap_or(""), via(l)),
+        "already_loaded" => format!(
+            "{from} => {}  (already loaded, by {}{}){stub}",
+            l.path.as_deref().unwrap_or(""),
+            l.reused_by.unwrap_or(""),
+            if l.found_via.is_some() {
+                format!(", found again {}", via(l))
+            } else {
+                String::new()
+            }
+        ),
+        "error" => format!(
+            "{from} => ERROR: {}{}  {}",
+            l.path
+                .as_deref()
+                .map(|p| format!("{p}: "))
+                .unwrap_or_default(),
+            l.error.as_deref().unwrap_or(""),
+            via(l)
+        ),
+        _ => format!(
+            "{from} => NOT FOUND{}",
+            l.error
+                .as_deref()
+                .map(|e| format!(" ({e})"))
+                .unwrap_or_default()
+        ),
+    };
+    let _ = writeln!(*o, "{pad}{}", line.trim_end());
+    // Consecutive misses of one step on one line, by directory; anything else on its own.
+    let mut i = 0;
+    while i < l.passed_over.len() {
+        let p = &l.passed_over[i];
+        if p.reason == "missing" {
+            let mut dirs = Vec::new();
+            while let Some(q) = l
+                .passed_over
+                .get(i)
+                .filter(|q| q.reason == "missing" && q.via == p.via)
+            {
+                dirs.push(match q.path.rfind('/') {
+                    Some(j) => q.path[..=j].to_string(),
+                    None => "./".to_string(),
+                });
+                i += 1;
+            }
+            let via = match p.via.split_once(" of ") {
+                Some((k, owner)) => format!("{k} of {}", base(owner)),
+                None => p.via.clone(),
+            };
+            let _ = writeln!(*o, "{pad}      not in {}  [{via}]", dirs.join(" "));
+            continue;
+        }
+        let _ = writeln!(*o, "{pad}      passed over {}: {}", p.path, p.reason);
+        i += 1;
+    }
+    for n in &l.notes {
+        let _ = writeln!(*o, "{pad}      note: {n}");
+    }
+    if let (Some(k), true) = (&l.dlopen_known_from, d.why) {
+        let _ = writeln!(
+            *o,
+            "{pad}      dlopen by {}, known from {k}",
+            base(&l.requested_by)
+        );
+    }
+    if let (Some(st), "loaded") = (&l.stub, l.result) {
+        let _ = writeln!(
+            *o,
+            "{pad}      !!! STUB !!! {} is a stub (in {}): {}",
+            l.path.as_deref().unwrap_or(""),
+            st.directory,
+            st.message
+        );
+    }
+}
+
+/// Every lookup, each library under the object that loaded it; the lookups of one object that
+/// only reuse what is loaded already are one `already loaded: ...` line.
+fn render_tree(r: &ExplainReport, d: Detail, o: &mut String) {
+    let mut reused: Vec<String> = Vec::new();
+    let mut reused_pad = String::new();
+    let flush = |reused: &mut Vec<String>, pad: &str, o: &mut String| {
+        if !reused.is_empty() {
+            let _ = writeln!(*o, "{pad}already loaded: {}", reused.join(", "));
+            reused.clear();
+        }
+    };
     for k in tree_order(r) {
         let l = &r.lookups[k];
         let pad = if r.filtered {
@@ -387,106 +707,40 @@ fn render_text(r: &ExplainReport) -> String {
         } else {
             "    ".repeat(l.depth)
         };
-        let via = |l: &LookupView| match (&l.found_via, &l.search_list_of) {
-            (Some(k), Some(owner)) => format!("[{k} of {}]", base(owner)),
-            (Some(k), None) => format!("[{k}]"),
-            _ => String::new(),
-        };
-        let name = match &l.expanded {
-            Some(e) => format!("{} ({e})", l.name),
-            None => l.name.clone(),
-        };
-        let from = if l.dlopen_known_from.is_some() {
-            format!("dlopen {name}")
-        } else if l.dlopen {
-            format!("dlopen({}) from {}", name, base(&l.requested_by))
-        } else if r.filtered {
-            format!("{name} (needed by {})", l.requested_by)
-        } else {
-            name
-        };
-        let stub = if l.stub.is_some() { "  STUB" } else { "" };
-        let line = match l.result {
-            "loaded" => format!("{from} => {}  {}", l.path.as_deref().unwrap_or(""), via(l)),
-            "already_loaded" => format!(
-                "{from} => {}  (already loaded, by {}{}){stub}",
-                l.path.as_deref().unwrap_or(""),
-                l.reused_by.unwrap_or(""),
-                if l.found_via.is_some() {
-                    format!(", found again {}", via(l))
-                } else {
-                    String::new()
-                }
-            ),
-            "error" => format!(
-                "{from} => ERROR: {}{}  {}",
-                l.path
-                    .as_deref()
-                    .map(|p| format!("{p}: "))
-                    .unwrap_or_default(),
-                l.error.as_deref().unwrap_or(""),
-                via(l)
-            ),
-            _ => format!(
-                "{from} => NOT FOUND{}",
-                l.error
-                    .as_deref()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default()
-            ),
-        };
-        let _ = writeln!(o, "{pad}{}", line.trim_end());
-        // Consecutive misses of one step on one line, by directory; anything else on its own.
-        let mut i = 0;
-        while i < l.passed_over.len() {
-            let p = &l.passed_over[i];
-            if p.reason == "missing" {
-                let mut dirs = Vec::new();
-                while let Some(q) = l
-                    .passed_over
-                    .get(i)
-                    .filter(|q| q.reason == "missing" && q.via == p.via)
-                {
-                    dirs.push(match q.path.rfind('/') {
-                        Some(j) => q.path[..=j].to_string(),
-                        None => "./".to_string(),
-                    });
-                    i += 1;
-                }
-                let via = match p.via.split_once(" of ") {
-                    Some((k, owner)) => format!("{k} of {}", base(owner)),
-                    None => p.via.clone(),
-                };
-                let _ = writeln!(o, "{pad}      not in {}  [{via}]", dirs.join(" "));
-                continue;
+        if !r.filtered && plain_reuse(l) {
+            if pad != reused_pad {
+                flush(&mut reused, &reused_pad, o);
+                reused_pad = pad;
             }
-            let _ = writeln!(o, "{pad}      passed over {}: {}", p.path, p.reason);
-            i += 1;
+            let dl = if l.dlopen { "dlopen " } else { "" };
+            let by = if l.reused_by == Some("soname") {
+                " (by soname)"
+            } else {
+                ""
+            };
+            let stub = if l.stub.is_some() { " (STUB)" } else { "" };
+            reused.push(format!("{dl}{}{by}{stub}", l.name));
+            continue;
         }
-        for n in &l.notes {
-            let _ = writeln!(o, "{pad}      note: {n}");
-        }
-        if let Some(k) = &l.dlopen_known_from {
-            let _ = writeln!(
-                o,
-                "{pad}      dlopen by {}, known from {k}",
-                base(&l.requested_by)
-            );
-        }
-        if let (Some(st), "loaded") = (&l.stub, l.result) {
-            let _ = writeln!(
-                o,
-                "{pad}      !!! STUB !!! {} is a stub (in {}): {}",
-                l.path.as_deref().unwrap_or(""),
-                st.directory,
-                st.message
-            );
-        }
+        flush(&mut reused, &reused_pad, o);
+        render_lookup(r, l, d, &pad, o);
     }
+    flush(&mut reused, &reused_pad, o);
+}
+
+/// The count of lookups by outcome, and (without `-v` or `--why`) what more there is to see.
+fn render_summary(r: &ExplainReport, d: Detail, o: &mut String) {
     let sm = &r.summary;
+    let mut more = Vec::new();
+    if !d.verbose {
+        more.push("-v: every lookup and the loader's settings");
+    }
+    if !d.why && r.lookups.iter().any(|l| l.dlopen_known_from.is_some()) {
+        more.push("--why: where each dlopen() is known from");
+    }
     let _ = writeln!(
-        o,
-        "\n{} loaded, {} not found, {} {}, {} {}{}",
+        *o,
+        "{} loaded, {} not found, {} {}, {} {}{}{}",
         sm.loaded,
         sm.not_found,
         sm.errors,
@@ -505,8 +759,29 @@ fn render_text(r: &ExplainReport) -> String {
             )
         } else {
             String::new()
+        },
+        if more.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", more.join("; "))
         }
     );
+}
+
+/// The text: the file, the answer for the driver libraries and the problems, and with `-v` the
+/// loader's settings and every lookup; then the count.
+fn render_text(r: &ExplainReport, d: Detail) -> String {
+    let mut o = String::new();
+    render_header(r, &mut o);
+    render_answer(r, d, &mut o);
+    if d.verbose {
+        o.push('\n');
+        render_settings(r, &mut o);
+        o.push('\n');
+        render_tree(r, d, &mut o);
+    }
+    o.push('\n');
+    render_summary(r, d, &mut o);
     o
 }
 
@@ -567,8 +842,9 @@ impl ExplainReport {
         sm.not_found + sm.errors + sm.stubs > 0
     }
 
-    /// The report's text: the tree on stdout, or with `json` the report.
-    pub fn render(&self, json: bool) -> Printout {
+    /// The report's text, as much as `detail` asks for, on stdout; or with `json` the whole
+    /// report.
+    pub fn render(&self, json: bool, detail: Detail) -> Printout {
         if json {
             Printout {
                 data: Some(json_text(self)),
@@ -576,7 +852,7 @@ impl ExplainReport {
             }
         } else {
             Printout {
-                report: render_text(self),
+                report: render_text(self, detail),
                 ..Printout::default()
             }
         }
@@ -594,7 +870,12 @@ mod tests {
     const STUBS: &str = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-cuda_cudart-12.8.90-stubs/lib";
     const DRIVER: &str = "/run/opengl-driver/lib";
 
-    fn explain(fs: &MemFs, exe: ElfInfo, st: &LoaderSettings) -> (String, ExplainReport) {
+    const ALL: Detail = Detail {
+        verbose: true,
+        why: true,
+    };
+
+    fn report(fs: &MemFs, exe: ElfInfo, st: &LoaderSettings) -> ExplainReport {
         let program = Program {
             path: b"/app/bin/app".to_vec(),
             origin: b"/app/bin".to_vec(),
@@ -602,8 +883,224 @@ mod tests {
         };
         let res = resolve(program, &[], st, fs);
         let m = StubMatcher::default();
-        let r = ExplainReport::new(&res, st, &SettingsProvenance::default(), &[], &m, fs);
-        (render_text(&r), r)
+        ExplainReport::new(&res, st, &SettingsProvenance::default(), &[], &m, fs)
+    }
+
+    /// The text with everything (`-v --why`), and the report.
+    fn explain(fs: &MemFs, exe: ElfInfo, st: &LoaderSettings) -> (String, ExplainReport) {
+        let r = report(fs, exe, st);
+        (render_text(&r, ALL), r)
+    }
+
+    /// The default text's lines.
+    fn short(fs: &MemFs, exe: ElfInfo, st: &LoaderSettings) -> Vec<String> {
+        let r = report(fs, exe, st);
+        render_text(&r, Detail::default())
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// A PyTorch-like tree: the program needs libtorch_cuda, which needs libc10_cuda (holding
+    /// the string libcuda.so.1: it dlopen()s it), libcudart (which dlopen()s libcuda.so.1, in
+    /// NVIDIA's table) and libcublasLt (the string too); libcudart's RUNPATH holds `runpath`
+    /// (the stub directory, or after the fix the driver link), each library holds libc.
+    fn torch_like(runpath: &str) -> (MemFs, ElfInfo) {
+        let mut fs = MemFs::default();
+        let with_string = |needed: &[&str]| ElfInfo {
+            rodata_names: vec![b"libcuda.so.1".to_vec()],
+            ..info(needed, Some("/t/lib"), None)
+        };
+        fs.lib(
+            "/t/lib/libtorch_cuda.so",
+            info(
+                &[
+                    "libc10_cuda.so",
+                    "libcudart.so.13",
+                    "libcublasLt.so.13",
+                    "libc.so.6",
+                ],
+                Some("/t/lib:/c/lib"),
+                None,
+            ),
+        )
+        .lib("/t/lib/libc10_cuda.so", with_string(&["libc.so.6"]))
+        .lib("/t/lib/libcublasLt.so.13", with_string(&["libc.so.6"]))
+        .lib(
+            "/c/lib/libcudart.so.13",
+            ElfInfo {
+                soname: Some(b"libcudart.so.13".to_vec()),
+                ..info(&["libc.so.6"], Some(runpath), None)
+            },
+        )
+        .lib("/lib/libc.so.6", ElfInfo::default())
+        .lib(&format!("{STUBS}/libcuda.so.1"), ElfInfo::default())
+        .lib(&format!("{DRIVER}/libcuda.so.1"), ElfInfo::default());
+        let exe = info(
+            &["libtorch_cuda.so", "libc.so.6"],
+            Some("/t/lib:/lib"),
+            None,
+        );
+        (fs, exe)
+    }
+
+    #[test]
+    fn the_first_lines_say_which_libcuda_each_object_gets_and_why() {
+        let (fs, exe) = torch_like(STUBS);
+        let st = x86_64_settings(None);
+        let lines = short(&fs, exe.clone(), &st);
+        assert!(lines[0].starts_with("/app/bin/app: x86_64"), "{lines:#?}");
+        // The first lookup of libcuda.so.1 loads it; the others get the same file.
+        let first = &lines[1];
+        assert!(
+            first.starts_with("libcuda.so.1 for ")
+                && first.contains(" (dlopen) => ")
+                && first.contains(&format!("=> {STUBS}/libcuda.so.1: found in "))
+                && first.ends_with("; STUB: CUDA calls fail with CUDA_ERROR_STUB_LIBRARY (34)"),
+            "{lines:#?}"
+        );
+        let same = &lines[2];
+        assert!(
+            same.starts_with("libcuda.so.1 for ")
+                && same.ends_with(&format!("=> {STUBS}/libcuda.so.1: already loaded; STUB: CUDA calls fail with CUDA_ERROR_STUB_LIBRARY (34)")),
+            "{lines:#?}"
+        );
+        // Every object that dlopen()s it is named, in one of the two lines.
+        for o in ["libc10_cuda.so", "libcudart.so.13", "libcublasLt.so.13"] {
+            assert!(
+                lines[1..3]
+                    .iter()
+                    .any(|l| l.contains(&format!("{o} (dlopen)"))),
+                "{o}: {lines:#?}"
+            );
+        }
+        // No tree, no settings, no citation without -v and --why; the count says what more there is.
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert!(
+            lines[4].starts_with("6 loaded, 0 not found, 0 errors, 1 stub; -v: "),
+            "{lines:#?}"
+        );
+        assert!(!lines
+            .iter()
+            .any(|l| l.contains("NVIDIA table") || l.contains("already loaded, by")));
+
+        // After the fix: libcudart's RUNPATH finds the driver link, and says so.
+        let (fs, exe) = torch_like(DRIVER);
+        let lines = short(&fs, exe, &st);
+        let want = format!(
+            "libcuda.so.1 for libcudart.so.13 (dlopen) => {DRIVER}/libcuda.so.1: found in its RUNPATH (the driver link)"
+        );
+        assert!(lines.contains(&want), "{lines:#?}");
+        assert!(!lines.iter().any(|l| l.contains("STUB")), "{lines:#?}");
+    }
+
+    #[test]
+    fn libcuda_comes_first_then_the_other_driver_libraries_then_the_problems() {
+        // libnvidia-ml.so.1 dlopen()ed (the string) and a missing library, both looked up
+        // before libcuda.so.1; no driver anywhere: each dlopen finds nothing.
+        let mut fs = MemFs::default();
+        let both = ElfInfo {
+            rodata_names: vec![b"libnvidia-ml.so.1".to_vec(), b"libcuda.so.1".to_vec()],
+            ..info(&[], Some("/t/lib"), None)
+        };
+        fs.lib("/t/lib/libc10_cuda.so", both.clone())
+            .lib("/t/lib/libnccl.so.2", both)
+            .lib(
+                "/c/lib/libcudart.so.13",
+                ElfInfo {
+                    soname: Some(b"libcudart.so.13".to_vec()),
+                    ..info(&[], Some("/c/lib"), None)
+                },
+            );
+        let exe = info(
+            &[
+                "libmissing.so.3",
+                "libc10_cuda.so",
+                "libnccl.so.2",
+                "libcudart.so.13",
+            ],
+            Some("/t/lib:/c/lib"),
+            None,
+        );
+        let lines = short(&fs, exe, &x86_64_settings(None));
+        assert!(
+            lines[1].starts_with("libcuda.so.1 for libcudart.so.13 (dlopen), ")
+                && lines[1].contains("libc10_cuda.so (dlopen)")
+                && lines[1].ends_with(
+                    " => NOT FOUND: the dlopen() finds nothing here (the program copes)"
+                ),
+            "{lines:#?}"
+        );
+        assert!(
+            lines[2].starts_with(
+                "libnvidia-ml.so.1 for libc10_cuda.so (dlopen) and libnccl.so.2 (dlopen) => NOT FOUND"
+            ),
+            "{lines:#?}"
+        );
+        assert_eq!(
+            lines[3], "libmissing.so.3 for app => NOT FOUND",
+            "{lines:#?}"
+        );
+        assert_eq!(lines[4], "", "{lines:#?}");
+    }
+
+    #[test]
+    fn without_a_driver_library_the_first_lines_say_so_and_problems_still_show() {
+        let mut fs = MemFs::default();
+        fs.lib("/lib/libc.so.6", ElfInfo::default());
+        let exe = info(&["libc.so.6"], Some("/lib"), None);
+        let lines = short(&fs, exe.clone(), &x86_64_settings(None));
+        assert!(
+            lines[1].starts_with("no GPU driver library (libcuda.so.1, "),
+            "{lines:#?}"
+        );
+        let exe = info(&["libc.so.6", "libgone.so.2"], Some("/lib"), None);
+        let lines = short(&fs, exe, &x86_64_settings(None));
+        assert_eq!(lines[1], "libgone.so.2 for app => NOT FOUND", "{lines:#?}");
+    }
+
+    #[test]
+    fn the_tree_collapses_what_only_reuses_a_loaded_object_and_why_gives_the_sources() {
+        let (fs, exe) = torch_like(STUBS);
+        let st = x86_64_settings(None);
+        let r = report(&fs, exe, &st);
+        let verbose = render_text(
+            &r,
+            Detail {
+                verbose: true,
+                why: false,
+            },
+        );
+        assert!(verbose.contains("\nthe loader:\n"), "{verbose}");
+        assert!(!verbose.contains("(already loaded, by name)"), "{verbose}");
+        assert!(verbose.contains("already loaded: libc.so.6"), "{verbose}");
+        assert!(verbose.contains("!!! STUB !!!"), "{verbose}");
+        assert!(!verbose.contains("NVIDIA table"), "{verbose}");
+        // The answer comes first, the tree after it.
+        let answer = verbose.find("libcuda.so.1 for ").unwrap();
+        assert!(answer < verbose.find("the loader:").unwrap(), "{verbose}");
+        let why = render_text(
+            &r,
+            Detail {
+                verbose: false,
+                why: true,
+            },
+        );
+        assert!(
+            why.contains(
+                "\n    dlopen known from stubstrip's NVIDIA table, entry for libcudart.so.*"
+            ),
+            "{why}"
+        );
+        assert!(!why.contains("--why: "), "{why}");
+        // JSON keeps every lookup, with the answer's words.
+        let v: serde_json::Value = serde_json::from_str(&json_text(&r)).unwrap();
+        let lookups = v["lookups"].as_array().unwrap();
+        assert_eq!(lookups.len(), r.lookups.len());
+        assert!(lookups
+            .iter()
+            .any(|l| l["driver_library"] == true
+                && l["why"].as_str().unwrap().starts_with("found in ")));
     }
 
     #[test]
@@ -642,7 +1139,7 @@ mod tests {
         let mut st = x86_64_settings(None);
         st.follow_dlopen = false;
         let (text, _) = explain(&fs, exe, &st);
-        assert!(!text.contains("libcuda.so.1"), "{text}");
+        assert!(!text.contains("dlopen libcuda.so.1"), "{text}");
         assert!(text.contains("dlopen not followed"), "{text}");
     }
 

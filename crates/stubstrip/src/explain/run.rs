@@ -10,7 +10,7 @@ use ldso_model::resolve::{self, Program};
 use ldso_model::settings;
 use ldso_model::target::Target;
 
-use super::report::ExplainReport;
+use super::report::{Detail, ExplainReport};
 use super::{ExplainConfig, EXIT_PROBLEMS, EXIT_UNREADABLE};
 use crate::elf_input;
 use crate::printout::Printout;
@@ -43,8 +43,7 @@ pub fn run(c: &ExplainConfig) -> u8 {
     // One resolution probes some paths more than once (the hwcaps checks, each object's
     // canonical path); the cache makes that one question each.
     let (out, code) = explain_on(c, &host, &CachedFs::new(host.clone()));
-    out.emit();
-    code
+    out.emit(code)
 }
 
 /// `explain`'s report and exit status. `host` gives the root and reads the loader's own files;
@@ -55,7 +54,7 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
     let (header, info) = match elf_input::read(&c.file, true) {
         Ok(x) => x,
         Err(e) => {
-            out.diagnostics = format!("stubstrip: {}: {e}\n", c.file.display());
+            out.diagnostics = format!("{}: {}: {e}\n", crate::prog::name(), c.file.display());
             return (out, EXIT_UNREADABLE);
         }
     };
@@ -86,7 +85,11 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
     } else {
         0
     };
-    (report.render(c.json), code)
+    let detail = Detail {
+        verbose: c.verbose,
+        why: c.why,
+    };
+    (report.render(c.json, detail), code)
 }
 
 #[cfg(test)]
@@ -121,6 +124,8 @@ mod tests {
                     let c = ExplainConfig {
                         file: file.clone(),
                         libnames: libnames.clone(),
+                        verbose: true,
+                        why: true,
                         json,
                         root: None,
                         overrides: SettingsOverrides {

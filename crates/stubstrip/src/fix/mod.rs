@@ -23,10 +23,11 @@ pub const EXIT_FILE_ERRORS: u8 = 3;
 pub enum FixOutcome {
     /// Not an ELF file (or too short to tell).
     NotElf,
-    /// An ELF file without a dynamic section, or with a run path that needs nothing.
-    Clean,
-    /// The run paths that changed.
-    Changed(Vec<RunpathChange>),
+    /// An ELF file without a dynamic section, or with a run path that needs nothing; the damage
+    /// elfpatch found reading it ([`crate::elf_file::damage`]), said in the report.
+    Clean(Vec<String>),
+    /// The run paths that changed, and the damage elfpatch found reading the file.
+    Changed(Vec<RunpathChange>, Vec<String>),
     /// The file could not be read or edited; it was left as it was.
     Failed(FileError),
 }

@@ -34,6 +34,11 @@ pub struct FixReport<'a> {
     removed_dirs: Vec<String>,
     changes: Vec<FileChange<'a>>,
     errors: Vec<ErrorEntry>,
+    /// Files read whose section headers are damaged (elfpatch's words), in the JSON report only
+    /// when there are some: said on stderr; a file
+    /// whose edit was refused for it is among `errors`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    damaged: Vec<ErrorEntry>,
     census: Census,
     /// Diagnostics about the named paths ([`Scan::notes`]).
     #[serde(skip)]
@@ -61,14 +66,21 @@ impl<'a> FixReport<'a> {
             removed_dirs: Vec::new(),
             changes: Vec::new(),
             errors: walk_error_entries(&scan.errors, WalkError::to_string),
+            damaged: Vec::new(),
             census: scan.census,
             notes: scan.notes(),
             count_inline: false,
         };
         for (path, outcome) in results {
+            if let FixOutcome::Clean(damage) | FixOutcome::Changed(_, damage) = outcome {
+                r.damaged.extend(damage.iter().map(|d| ErrorEntry {
+                    path: path.display().to_string(),
+                    error: d.clone(),
+                }));
+            }
             match outcome {
-                FixOutcome::NotElf | FixOutcome::Clean => {}
-                FixOutcome::Changed(entries) => {
+                FixOutcome::NotElf | FixOutcome::Clean(_) => {}
+                FixOutcome::Changed(entries, _) => {
                     r.rewritten += 1;
                     for e in entries {
                         r.stub_entries_replaced += e.removed.len();
@@ -121,10 +133,11 @@ impl<'a> FixReport<'a> {
         };
         match self.census.nothing_to_do() {
             Some(nothing) if self.errors.is_empty() => {
-                format!("stubstrip: nothing rewritten: {nothing}")
+                format!("{}: nothing rewritten: {nothing}", crate::prog::name())
             }
             _ => format!(
-                "stubstrip: {} of {} rewritten, {} replaced{failed}",
+                "{}: {} of {} rewritten, {} replaced{failed}",
+                crate::prog::name(),
                 self.rewritten,
                 count(self.census.loadable_objects, "ELF file", "ELF files"),
                 count(self.stub_entries_replaced, "stub entry", "stub entries"),
@@ -141,7 +154,16 @@ impl<'a> FixReport<'a> {
             ..Printout::default()
         };
         for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "stubstrip: error: {}", e.error);
+            let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
+        }
+        for d in &self.damaged {
+            let _ = writeln!(
+                p.diagnostics,
+                "{}: {}: warning: {}",
+                crate::prog::name(),
+                d.path,
+                d.error
+            );
         }
         let out = &mut p.report;
         if verbose {
@@ -149,7 +171,8 @@ impl<'a> FixReport<'a> {
                 for e in c.entries {
                     let _ = writeln!(
                         out,
-                        "stubstrip: {}: {} {} -> {}",
+                        "{}: {}: {} {} -> {}",
+                        crate::prog::name(),
                         c.path,
                         e.tag.name(),
                         e.old,

@@ -23,12 +23,13 @@ pub fn fix_file(path: &Path, rule: &StubRule) -> FixOutcome {
         note.as_ref().map(|n| &n.cache),
         rule,
     );
+    let damage = elf_file::damage(&elf);
     drop(elf);
     if p.edits.is_empty() {
-        return FixOutcome::Clean;
+        return FixOutcome::Clean(damage);
     }
     match elf_file::edit(path, &p.edits) {
-        Ok(()) => FixOutcome::Changed(p.changes),
+        Ok(()) => FixOutcome::Changed(p.changes, damage),
         Err(e) => FixOutcome::Failed(e),
     }
 }
@@ -46,10 +47,6 @@ pub fn run(c: &FixConfig) -> u8 {
     let scan = scan::scan(&c.paths, &c.exclude);
     let results = fix_files(&c.rule, &scan.objects());
     let r = FixReport::new(&c.rule, &results, &scan);
-    r.render(c.verbose, c.json, c.print_removed).emit();
-    if r.failed() {
-        EXIT_FILE_ERRORS
-    } else {
-        0
-    }
+    let code = if r.failed() { EXIT_FILE_ERRORS } else { 0 };
+    r.render(c.verbose, c.json, c.print_removed).emit(code)
 }

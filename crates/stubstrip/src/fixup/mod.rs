@@ -32,16 +32,20 @@ use crate::audit::Severity;
 use crate::rule::StubRule;
 use crate::walk::Exclude;
 
+// The exit statuses follow the one table of both binaries (`main`'s `EXIT_STATUS`): 1 says
+// "found" (a stub entry left, an audit finding), 3 that something could not be read or
+// written. The message on stderr says which.
+
 /// Exit status: a stub entry is left after the fix.
 pub const EXIT_STUBS_LEFT: u8 = 1;
 /// Exit status: the check after the fix could not read some file (which may hold a stub entry).
 pub const EXIT_UNCHECKED: u8 = 3;
 /// Exit status: the audit found problems at or above the requested level.
-pub const EXIT_AUDIT_DENIED: u8 = 4;
+pub const EXIT_AUDIT_DENIED: u8 = 1;
 /// Exit status: the instructions could not be written to stdout.
-pub const EXIT_STDOUT: u8 = 5;
+pub const EXIT_STDOUT: u8 = 3;
 /// Exit status: the check libraries for the consumers could not be written.
-pub const EXIT_CHECK_LIBS: u8 = 6;
+pub const EXIT_CHECK_LIBS: u8 = 3;
 
 /// What `fixup` does, decided from the arguments.
 #[derive(Clone, Debug)]
@@ -74,30 +78,4 @@ pub struct CheckLibsConfig {
     pub check_hook: Option<String>,
     /// The Nix store directory.
     pub store_dir: PathBuf,
-}
-
-/// The audit level `stubstripAudit` asks for: `info`, `warning` or `error`; any other non-empty
-/// value means `error` (in the stdenv a set variable is on: `1`, `true`); empty means no audit.
-pub fn audit_level(value: &str) -> Option<Severity> {
-    match value {
-        "" => None,
-        "info" => Some(Severity::Info),
-        "warning" => Some(Severity::Warning),
-        _ => Some(Severity::Error),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn audit_levels_follow_the_stdenv_convention() {
-        assert_eq!(audit_level(""), None);
-        assert_eq!(audit_level("info"), Some(Severity::Info));
-        assert_eq!(audit_level("warning"), Some(Severity::Warning));
-        assert_eq!(audit_level("error"), Some(Severity::Error));
-        assert_eq!(audit_level("1"), Some(Severity::Error));
-        assert_eq!(audit_level("true"), Some(Severity::Error));
-    }
 }

@@ -1,6 +1,6 @@
 //! The I/O of `fixup`: fix, check from disk, audit, write the check libraries, print the reply.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use super::check_libs::{self, CheckLibsInput, FixedFile};
@@ -18,6 +18,8 @@ use crate::elf_file::{self, FileError};
 use crate::fix::report::FixReport;
 use crate::fix::run::fix_files;
 use crate::fix::FixOutcome;
+use crate::printout::write_stdout;
+use crate::prog;
 use crate::rule::StubMatcher;
 use crate::scan;
 use elfpatch::ErrorKind;
@@ -36,10 +38,10 @@ impl HookNotes {
         let mut err = std::io::stderr().lock();
         for i in &self.0 {
             if let HookInstruction::Log(m) = i {
-                let _ = writeln!(err, "stubstrip: fixup: {m}");
+                let _ = writeln!(err, "{}: {m}", prog::name());
             }
         }
-        let _ = writeln!(err, "stubstrip: fixup: {message}");
+        let _ = writeln!(err, "{}: {message}", prog::name());
         code
     }
 }
@@ -57,7 +59,7 @@ pub fn run(c: &FixupConfig) -> u8 {
     fix_report.render(c.verbose, false, false).to_stderr();
     if fix_report.failed() {
         notes.log(
-            "warning: stubstrip could not rewrite some files (each in a 'stubstrip: error:' line); \
+            "warning: the fix could not rewrite some files (each named above); \
              checking them for stub entries",
         );
     }
@@ -89,6 +91,7 @@ pub fn run(c: &FixupConfig) -> u8 {
             paths: c.paths.clone(),
             exclude: c.exclude.clone(),
             deny: Some(level),
+            deny_option: "--audit",
             json: false,
             build_dirs: Vec::new(),
             stubs: c.rule.stubs.clone(),
@@ -104,13 +107,11 @@ pub fn run(c: &FixupConfig) -> u8 {
                 return notes.fail(
                     EXIT_AUDIT_DENIED,
                     &format!(
-                        "stubstrip audit found problems at or above '{level}' (stubstripAudit)"
+                        "the audit found problems at or above '{level}' (--audit, stubstripAudit)"
                     ),
                 );
             }
-            _ => notes.log(
-                "warning: stubstrip audit could not read some files (each in a 'stubstrip: error:' line)",
-            ),
+            _ => notes.log("warning: the audit could not read some files (each named above)"),
         }
     }
 
@@ -143,15 +144,17 @@ pub fn run(c: &FixupConfig) -> u8 {
     }
 
     let reply: Vec<u8> = notes.0.iter().flat_map(HookInstruction::render).collect();
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(&reply).and_then(|()| out.flush()) {
-        // A partial reply must not look like a complete one.
-        return notes.fail(
-            EXIT_STDOUT,
-            &format!("cannot write the instructions to stdout: {e}"),
-        );
+    match write_stdout(&reply) {
+        // A closed pipe: nobody reads the reply, so no partial one can mislead.
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            // A partial reply must not look like a complete one.
+            notes.fail(
+                EXIT_STDOUT,
+                &format!("cannot write the instructions to stdout: {e}"),
+            )
+        }
+        _ => 0,
     }
-    0
 }
 
 /// Files the check could open but not parse as ELF (garbage after the magic, truncated, a
@@ -195,7 +198,7 @@ fn fixed_files(fixed: &[(PathBuf, FixOutcome)]) -> Vec<FixedFile> {
     fixed
         .iter()
         .filter_map(|(path, outcome)| {
-            let FixOutcome::Changed(changes) = outcome else {
+            let FixOutcome::Changed(changes, _) = outcome else {
                 return None;
             };
             // A file the fix rewrote and that cannot be read now has nothing to offer here;

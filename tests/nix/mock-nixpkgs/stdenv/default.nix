@@ -9,6 +9,7 @@ let
     inherit system;
     config = "${builtins.head (builtins.split "-" system)}-unknown-linux-gnu";
     isLinux = true;
+    isGnu = true;
     isi686 = system == "i686-linux";
     isx86_64 = system == "x86_64-linux";
     isAarch64 = system == "aarch64-linux";

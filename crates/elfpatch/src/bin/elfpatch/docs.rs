@@ -7,27 +7,72 @@ use crate::options::{Complete, Opt, Shell, OPTIONS, PATCHELF_VERSION};
 const SUMMARY: &str = "Reads and edits the dynamic section of ELF files, patchelf-compatible.";
 
 /// What a run does, in the order it does it (patchelf's, whatever the command line's order).
-const ORDER: &str = "Every option applies to every FILE, in patchelf's order of operations whatever \
-the order on the command line: print the interpreter, print and set the soname, set the \
-interpreter, print the run path, edit the run path (the first given of --shrink-rpath, --remove-rpath, --set-rpath and \
---add-rpath, in that order), print the needed libraries, then remove, replace and add needed libraries. An argument \
-`@FILE` to an option marked [@] stands for FILE's whole contents, as in patchelf. Every file is \
-processed even after one fails, each failure one line on stderr.";
+const ORDER: &str =
+    "Every option applies to every FILE, in patchelf's order of operations whatever \
+the order on the command line: print the interpreter, print and set the OS ABI, print and set the \
+soname, set the interpreter, print the run path, print or edit the stack flag, edit the run path, \
+print the needed libraries, then remove, replace and add needed libraries. Of --shrink-rpath, \
+--remove-rpath, --set-rpath and --add-rpath one may be given, and of --print-execstack, \
+--clear-execstack and --set-execstack one (patchelf would do the first and ignore the others). \
+An argument `@FILE` to an option marked [@] stands for FILE's whole contents, as in patchelf. \
+Every file is processed even after one fails, each failure one line on stderr.";
 
-/// Exit statuses, as `process` in elfpatch.rs maps error kinds.
+/// What a file must be for a request, the one rule for prints and edits.
+const FILES: &str = "A request applies to an executable or a shared library. On any other ELF \
+file (a relocatable object, a core) every option fails, as patchelf's do (\"wrong ELF type\"). \
+A file without a dynamic section (a static program; a separate debug-info file, whose sections \
+have no contents) fails every request of the dynamic section, printing included, and one \
+without PT_INTERP every request of the interpreter; --print-os-abi and --print-execstack read \
+only the headers, and --print-soname on a file that is not a library prints nothing, as in \
+patchelf. On a separate debug-info file --print-rpath prints nothing and the run path edits \
+leave it as it is, and succeed, as patchelf's do (nixpkgs' hooks take --print-rpath's success for \
+a dynamic file, then edit its run path). A file whose section header table does not fit in it (cut short) \
+is refused for every option, a print included, and left byte-identical (patchelf: \"section \
+header table out of bounds\"); other damage to the section headers is worked around and said \
+on stderr, and facts no loader cares about (section alignment) only with --debug. Messages are `PROG: FILE: what`, PROG the name elfpatch was run as.";
+
+/// Exit statuses, as `Failure::exit_code` in elfpatch.rs maps error kinds: the table the
+/// stubstrip binary shares where the meanings overlap (0, 2, 3).
 const EXIT: &[(&str, &str)] = &[
-    ("0", "success"),
-    ("1", "I/O error (an @FILE that cannot be read included)"),
-    ("2", "usage error"),
-    ("3", "not an ELF file"),
-    ("4", "malformed file"),
+    ("0", "done"),
+    (
+        "1",
+        "the file lacks what was asked, as patchelf reports it with its status 1: not an \
+         executable or a shared library (a relocatable object, a core), no dynamic section (a \
+         static program, a separate debug-info file), no PT_INTERP for --print-interpreter or \
+         --set-interpreter",
+    ),
+    ("2", "usage error (bad command line)"),
+    (
+        "3",
+        "a file could not be read: an I/O error (an @FILE included), not an ELF file; or stdout \
+         could not be written (a closed pipe ends the printing quietly instead)",
+    ),
+    (
+        "4",
+        "malformed file: headers that contradict each other, a structure past the end of the \
+         file, a section header table out of bounds",
+    ),
     ("5", "unsupported file"),
     ("6", "edit refused as unsafe (nothing written)"),
     (
         "7",
         "the file changed while being edited, or a write failed (restored)",
     ),
-    ("8", "invalid request"),
+    (
+        "8",
+        "invalid request: a NUL byte or an empty name, a path that is not a regular file, an \
+         output that cannot take an ELF file",
+    ),
+];
+
+/// The command's forms, each naming its arguments.
+const SYNOPSES: &[&str] = &[
+    "[OPTIONS] FILE...",
+    "--generate-man",
+    "--generate-completion SHELL",
+    "--help | -h",
+    "--version | -V",
 ];
 
 fn synopsis(o: &Opt) -> String {
@@ -80,9 +125,26 @@ fn wrap(first: &str, indent: usize, text: &str, width: usize) -> String {
     out
 }
 
-/// The `--help` text.
-pub fn help() -> String {
-    let mut s = format!("usage: elfpatch [OPTIONS] FILE...\n\n{SUMMARY}\n\n");
+/// Which program answers: what `--debug` says on stderr, and `--help` and the man page say,
+/// whatever name it was run as.
+pub fn identity() -> String {
+    format!(
+        "elfpatch {}, with patchelf {PATCHELF_VERSION}'s command line",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The `--help` text, for the program run as `prog`.
+pub fn help(prog: &str) -> String {
+    let mut s = String::new();
+    for (i, form) in SYNOPSES.iter().enumerate() {
+        let lead = if i == 0 { "usage:" } else { "      " };
+        let _ = writeln!(s, "{lead} {prog} {form}");
+    }
+    s.push('\n');
+    s.push_str(&wrap("", 0, SUMMARY, 100));
+    let _ = writeln!(s, "This is {}.", identity());
+    s.push('\n');
     for o in OPTIONS {
         let syn = synopsis(o);
         let first = if syn.len() <= 30 {
@@ -94,20 +156,26 @@ pub fn help() -> String {
     }
     s.push('\n');
     s.push_str(&wrap("", 0, ORDER, 100));
-    let exit: Vec<String> = EXIT.iter().map(|(c, w)| format!("{c} {w}")).collect();
     s.push('\n');
-    s.push_str(&wrap("Exit status: ", 0, &(exit.join("; ") + "."), 100));
+    s.push_str(&wrap("", 0, FILES, 100));
+    s.push_str("\nExit status:\n");
+    for (code, what) in EXIT {
+        s.push_str(&wrap(&format!("  {code}  "), 5, what, 100));
+    }
     s
 }
 
-/// The `--version` line: as patchelf's compatible release when run under patchelf's name (what
-/// auditwheel and other clients parse: `patchelf X.Y.Z` first), else elfpatch's own.
+/// The `--version` line. Run under patchelf's name, exactly patchelf 0.19.3's (`patchelf
+/// 0.19.3`): its clients parse it, some as a bare semantic version (maturin), so nothing may
+/// follow; `--help` and `--debug` say which program answered. Else elfpatch's own.
 pub fn version(program: &str) -> String {
-    let ours = env!("CARGO_PKG_VERSION");
     if program == "patchelf" {
-        format!("patchelf {PATCHELF_VERSION} (elfpatch {ours})")
+        format!("patchelf {PATCHELF_VERSION}")
     } else {
-        format!("elfpatch {ours} (compatible with patchelf {PATCHELF_VERSION})")
+        format!(
+            "elfpatch {} (compatible with patchelf {PATCHELF_VERSION})",
+            env!("CARGO_PKG_VERSION")
+        )
     }
 }
 
@@ -128,19 +196,36 @@ pub fn man() -> String {
         env!("CARGO_PKG_VERSION"),
         roff("read and edit the dynamic section of ELF files (patchelf-compatible)")
     );
-    s.push_str(".SH SYNOPSIS\n.B elfpatch\n[\\fIOPTIONS\\fR] \\fIFILE\\fR...\n");
+    s.push_str(".SH SYNOPSIS\n");
+    for form in SYNOPSES {
+        let words: Vec<String> = form
+            .split(' ')
+            .map(|w| match w {
+                "|" => "|".to_string(),
+                w if w.starts_with('-') => format!("\\fB{}\\fR", roff(w)),
+                w if w.starts_with('[') => {
+                    format!("[\\fI{}\\fR]", roff(w.trim_matches(['[', ']'])))
+                }
+                w => format!("\\fI{}\\fR", roff(w)),
+            })
+            .collect();
+        let _ = writeln!(s, ".B elfpatch\n{}\n.br", words.join(" "));
+    }
     let _ = writeln!(
         s,
-        ".SH DESCRIPTION\n{}\n.PP\n{}",
+        ".SH DESCRIPTION\n{}\n.PP\n{}\n.PP\n{}",
         roff(SUMMARY),
-        roff(ORDER)
+        roff(ORDER),
+        roff(FILES)
     );
     let _ = writeln!(
         s,
         ".PP\n{}",
         roff(&format!(
-            "Run under the name patchelf, --version answers as patchelf {PATCHELF_VERSION}, \
-             the release whose command line elfpatch follows."
+            "Run under the name patchelf, --version prints exactly what patchelf \
+             {PATCHELF_VERSION} prints (patchelf {PATCHELF_VERSION}), the release whose command \
+             line elfpatch follows: clients such as auditwheel and maturin parse it. --help and \
+             --debug say that elfpatch answered."
         ))
     );
     s.push_str(".SH OPTIONS\n");
@@ -284,7 +369,7 @@ mod tests {
 
     #[test]
     fn help_man_and_completions_name_every_option() {
-        let (h, m) = (help(), man());
+        let (h, m) = (help("elfpatch"), man());
         let scripts = [Shell::Bash, Shell::Zsh, Shell::Fish].map(completion);
         for o in OPTIONS {
             for n in std::iter::once(o.name).chain(o.aliases.iter().copied()) {
@@ -299,13 +384,44 @@ mod tests {
     }
 
     #[test]
-    fn the_version_under_patchelfs_name_reads_as_patchelfs() {
-        let v = version("patchelf");
-        assert!(
-            v.starts_with(&format!("patchelf {PATCHELF_VERSION} ")),
-            "{v}"
-        );
-        assert!(v.contains("elfpatch"), "{v}");
+    fn the_version_under_patchelfs_name_is_patchelfs_and_the_help_says_who_answered() {
+        assert_eq!(version("patchelf"), format!("patchelf {PATCHELF_VERSION}"));
         assert!(version("elfpatch").starts_with("elfpatch "));
+        let h = help("patchelf");
+        assert!(h.starts_with("usage: patchelf [OPTIONS] FILE...\n"), "{h}");
+        assert!(h.contains(&identity()), "{h}");
+        assert!(identity().starts_with("elfpatch "));
+    }
+
+    #[test]
+    fn help_and_man_page_carry_the_exit_status_table() {
+        let (h, m) = (help("elfpatch"), man());
+        for (code, what) in EXIT {
+            let first = what
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(
+                h.contains(&format!("  {code}  {first}")),
+                "--help lacks {code}"
+            );
+            assert!(
+                m.contains(&format!(".B {code}\n{}", roff(&first))),
+                "man lacks {code}"
+            );
+        }
+        for form in SYNOPSES {
+            assert!(
+                h.contains(&format!("elfpatch {form}")),
+                "--help lacks {form}"
+            );
+        }
+        for line in h.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "--help line over 100 columns: {line}"
+            );
+        }
     }
 }

@@ -144,7 +144,7 @@ impl Args {
     }
 
     /// Whether the command line asks to change the run path.
-    fn edits_run_path(&self) -> bool {
+    pub fn edits_run_path(&self) -> bool {
         self.set_rpath.is_some()
             || self.add_rpath.is_some()
             || self.remove_rpath
@@ -168,25 +168,21 @@ impl Args {
             || self.add_debug_tag
     }
 
-    /// Whether the command line only prints the run path: on a separate debug-info file patchelf
-    /// then prints nothing and succeeds (its test `no-dynamic-section`), and so does elfpatch. An
-    /// edit of such a file is refused (patchelf does nothing and succeeds): a caller who asked
-    /// for a change is told that none was made.
-    pub fn only_run_path(&self) -> bool {
-        let prints_other = self.print_interpreter
-            || self.print_soname
-            || self.print_needed
-            || self.print_os_abi
-            || self.print_execstack;
-        self.print_rpath && !prints_other && !self.edits_something()
+    /// Whether the command line asks to change the dynamic array other than its run path and
+    /// soname: the needed libraries, the flags, `DT_DEBUG`, the symbols.
+    pub fn edits_dynamic_other_than_run_path(&self) -> bool {
+        !self.add_needed.is_empty()
+            || !self.remove_needed.is_empty()
+            || !self.replace_needed.is_empty()
+            || !self.clear_symbol_version.is_empty()
+            || self.rename_symbols.is_some()
+            || self.no_default_lib
+            || self.add_debug_tag
     }
 
-    /// The execstack edit asked for, if any.
+    /// The execstack edit asked for, if any (`check` refuses more than one of the three).
     pub fn execstack_edit(&self) -> Option<elfpatch::Edit> {
-        // patchelf does one of the three, in this order of precedence.
-        if self.print_execstack {
-            None
-        } else if self.clear_execstack {
+        if self.clear_execstack {
             Some(elfpatch::Edit::SetExecstack(false))
         } else if self.set_execstack {
             Some(elfpatch::Edit::SetExecstack(true))
@@ -655,7 +651,7 @@ pub const OPTIONS: &[Opt] = &[
         complete: Complete::Text,
         at_file: false,
         repeats: false,
-        help: "describe each edit's layout on stderr",
+        help: "say on stderr which program answers (elfpatch, whatever its name), each edit's layout, and what no loader cares about (section alignment); also when PATCHELF_DEBUG is set, as patchelf's debug output",
         set: |a, _| {
             a.debug = true;
             Ok(())
@@ -673,12 +669,12 @@ pub const OPTIONS: &[Opt] = &[
     },
     Opt {
         name: "--version",
-        aliases: &[],
+        aliases: &["-V"],
         args: &[],
         complete: Complete::Text,
         at_file: false,
         repeats: false,
-        help: "print the version (as patchelf's compatible release when run as `patchelf`)",
+        help: "print the version: run as `patchelf`, exactly what patchelf 0.19.3 prints (`patchelf 0.19.3`, which its clients parse; --help and --debug say that elfpatch answered), else elfpatch's own",
         set: version_as,
     },
     Opt {
@@ -725,7 +721,8 @@ pub const OPTIONS: &[Opt] = &[
 pub enum ParseError {
     /// A usage error (exit status 2).
     Usage(String),
-    /// An `@FILE` argument whose file cannot be read (exit status 1, as any I/O error).
+    /// An `@FILE` argument whose file cannot be read (exit status 3, as any file that cannot be
+    /// read).
     AtFile(String),
 }
 
@@ -804,7 +801,47 @@ pub fn parse_args(argv: Vec<OsString>, exists: impl Fn(&Path) -> bool) -> Result
         a.files.push(path);
     }
     check(&a)?;
+    let said = modifier_warnings(&a);
+    a.warnings.extend(said);
     Ok(a)
+}
+
+/// Options of which patchelf does only the first given, in this order.
+type Exclusive = (&'static [(&'static str, fn(&Args) -> bool)], &'static str);
+
+const EXCLUSIVE: [Exclusive; 2] = [
+    (
+        &[
+            ("--shrink-rpath", |a| a.shrink_rpath),
+            ("--remove-rpath", |a| a.remove_rpath),
+            ("--set-rpath", |a| a.set_rpath.is_some()),
+            ("--add-rpath", |a| a.add_rpath.is_some()),
+        ],
+        "each is a whole edit of the run path",
+    ),
+    (
+        &[
+            ("--print-execstack", |a| a.print_execstack),
+            ("--clear-execstack", |a| a.clear_execstack),
+            ("--set-execstack", |a| a.set_execstack),
+        ],
+        "patchelf reads or writes the stack flag once per run",
+    ),
+];
+
+/// Options that only modify another one, said when that one is absent (patchelf ignores them).
+pub fn modifier_warnings(a: &Args) -> Vec<String> {
+    let mut w = Vec::new();
+    if !a.allowed_prefixes.is_empty() && !a.shrink_rpath {
+        w.push("--allowed-rpath-prefixes has no effect without --shrink-rpath".to_string());
+    }
+    if a.force_rpath && a.set_rpath.is_none() && a.add_rpath.is_none() && !a.shrink_rpath {
+        w.push(
+            "--force-rpath has no effect without --set-rpath, --add-rpath or --shrink-rpath"
+                .to_string(),
+        );
+    }
+    w
 }
 
 /// Combinations patchelf refuses, or that cannot mean anything.
@@ -818,6 +855,22 @@ fn check(a: &Args) -> Result<(), ParseError> {
     }
     if a.set_rpath.is_some() && a.add_rpath.is_some() {
         return usage("--set-rpath cannot be combined with --add-rpath (patchelf refuses it too)");
+    }
+    // patchelf does the first of each group and ignores the others without a word; a command
+    // line that asks for two of them asks for something that will not happen.
+    for (group, what) in EXCLUSIVE {
+        let given: Vec<&str> = group
+            .iter()
+            .filter(|(_, on)| on(a))
+            .map(|(n, _)| *n)
+            .collect();
+        if given.len() > 1 {
+            return usage(&format!(
+                "{} cannot be combined: {what} (patchelf would do {} alone)",
+                given.join(" and "),
+                given[0]
+            ));
+        }
     }
     if a.force_rpath && a.build_resolution_cache {
         return usage("--build-resolution-cache cannot be combined with --force-rpath");
@@ -861,7 +914,9 @@ mod tests {
 
     #[test]
     fn unknown_dashed_arguments_are_files_only_when_they_exist() {
-        assert!(matches!(parse(&["-V"]), Err(ParseError::Usage(m)) if m.contains("-V")));
+        assert!(matches!(parse(&["-X"]), Err(ParseError::Usage(m)) if m.contains("-X")));
+        // -V is --version (patchelf takes it for a file name).
+        assert_eq!(parse(&["-V"]).unwrap().action, Some(Action::Version));
         assert!(
             matches!(parse(&["--print-rpat", "f"]), Err(ParseError::Usage(m)) if m.contains("--print-rpat"))
         );
@@ -876,6 +931,10 @@ mod tests {
         for bad in [
             &["--output", "o", "a", "b"][..],
             &["--set-rpath", "/x", "--add-rpath", "/y", "f"],
+            &["--shrink-rpath", "--set-rpath", "/x", "f"],
+            &["--remove-rpath", "--shrink-rpath", "f"],
+            &["--print-execstack", "--set-execstack", "f"],
+            &["--clear-execstack", "--set-execstack", "f"],
             &["--print-rpath"],
             &["--set-rpath"],
             &["--replace-needed", "a"],
@@ -887,7 +946,7 @@ mod tests {
         }
         // --help and --version stop the parse, as patchelf's do.
         assert_eq!(
-            parse(&["--version", "-V"]).unwrap().action,
+            parse(&["--version", "-X"]).unwrap().action,
             Some(Action::Version)
         );
         assert_eq!(parse(&["-h"]).unwrap().action, Some(Action::Help));
