@@ -7,23 +7,7 @@
 
 use elfpatch::{Warning, WarningKind};
 
-use super::rules::{AuditFinding, AuditRule, Severity};
-
-/// Damaged section headers.
-pub const DAMAGED: AuditRule = AuditRule {
-    code: "SS013",
-    severity: Severity::Warning,
-    title: "damaged section headers (cut short, or out of bounds): no loader reads them, but the file is most likely broken and editors refuse it",
-    fix: "reinstall or rebuild the file; `stubstrip fix`, elfpatch and patchelf leave a cut-off section header table untouched",
-};
-
-/// Facts about the section headers no loader cares about.
-pub const HARMLESS: AuditRule = AuditRule {
-    code: "SS014",
-    severity: Severity::Info,
-    title: "section headers with facts no loader cares about (content not naturally aligned, unnamed sections)",
-    fix: "nothing to do: the loader reads the program headers; tools that take section headers at their word may read such sections misaligned",
-};
+use super::rules::{AuditFinding, DAMAGED, HARMLESS};
 
 /// The findings of one file's section-header warnings: one per damage, one for all the facts.
 pub fn findings(warnings: &[Warning]) -> Vec<AuditFinding> {
@@ -48,6 +32,7 @@ pub fn findings(warnings: &[Warning]) -> Vec<AuditFinding> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::rules::Severity;
     use super::*;
 
     fn warning(kind: WarningKind, part: &str, problem: &'static str) -> Warning {

@@ -134,6 +134,22 @@ pub const DLOPEN_STUB: AuditRule = AuditRule {
     fix: "run `stubstrip fix` on the output that holds the dlopening library (its RUNPATH finds the stub)",
 };
 
+/// Damaged section headers (the audit's damage module finds them in elfpatch's warnings).
+pub const DAMAGED: AuditRule = AuditRule {
+    code: "SS013",
+    severity: Severity::Warning,
+    title: "damaged section headers (cut short, or out of bounds): no loader reads them, but the file is most likely broken and editors refuse it",
+    fix: "reinstall or rebuild the file; `stubstrip fix`, elfpatch and patchelf leave a cut-off section header table untouched",
+};
+
+/// Facts about the section headers no loader cares about.
+pub const HARMLESS: AuditRule = AuditRule {
+    code: "SS014",
+    severity: Severity::Info,
+    title: "section headers with facts no loader cares about (content not naturally aligned, unnamed sections)",
+    fix: "nothing to do: the loader reads the program headers; tools that take section headers at their word may read such sections misaligned",
+};
+
 /// Every rule, in code order (the table in EXPLAIN.md).
 pub const RULES: &[AuditRule] = &[
     STUB_ENTRY,
@@ -148,8 +164,8 @@ pub const RULES: &[AuditRule] = &[
     NOTE_STALE,
     NOTE_OUTSIDE,
     DLOPEN_STUB,
-    super::damage::DAMAGED,
-    super::damage::HARMLESS,
+    DAMAGED,
+    HARMLESS,
 ];
 
 /// The table of [`RULES`] in Markdown: code, severity, finding, fix.
