@@ -21,10 +21,10 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-FMDObf+MsRwmOl9Q/ulEr8zas5eiVdDmo+aigjMfkyA=";
+    hash = "sha256-2xY80ofLowjek0cqRgNCmu7e4OqxbsVcox1IL+LhErk=";
   };
 
-  cargoHash = "sha256-gsa3ROmn4BtaUlfLSqw7uUr/6hAa01vxe+SOxJgTtq4=";
+  cargoHash = "sha256-I3shkj47vJA4kR+tcA1YbrXoGuHqhNYMDzvgxg/Z9cs=";
 
   strictDeps = true;
   __structuredAttrs = true;
