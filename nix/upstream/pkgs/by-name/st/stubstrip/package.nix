@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-2xY80ofLowjek0cqRgNCmu7e4OqxbsVcox1IL+LhErk=";
+    hash = "sha256-38ug+l0weZbx8Br0XvzCJbzk4e60pyk1NrkK9TpWAJ0=";
   };
 
   cargoHash = "sha256-I3shkj47vJA4kR+tcA1YbrXoGuHqhNYMDzvgxg/Z9cs=";
