@@ -25,6 +25,8 @@ rustPlatform.buildRustPackage {
       ../Cargo.toml
       ../Cargo.lock
       ../crates
+      # The README's library snippet is one of elfpatch's doctests (crates/elfpatch/src/lib.rs).
+      ../README.md
     ];
   };
 
