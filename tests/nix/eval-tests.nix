@@ -96,6 +96,7 @@ in
         inherit (stubstrip.meta) mainProgram description;
         license = stubstrip.meta.license.spdxId;
       };
+  # The Rust sources, and the README whose library snippet is one of elfpatch's doctests.
   package-src-is-only-the-rust-sources =
     let
       names = builtins.attrNames (builtins.readDir stubstrip.src);
@@ -104,6 +105,7 @@ in
       names == [
         "Cargo.lock"
         "Cargo.toml"
+        "README.md"
         "crates"
       ]
     ) names;
