@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-38ug+l0weZbx8Br0XvzCJbzk4e60pyk1NrkK9TpWAJ0=";
+    hash = "sha256-OgLjL9aVkVNiyoCGrSahzW+PJaA6XaAIVcIlSnv1llQ=";
   };
 
   cargoHash = "sha256-I3shkj47vJA4kR+tcA1YbrXoGuHqhNYMDzvgxg/Z9cs=";
