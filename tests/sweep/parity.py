@@ -250,7 +250,7 @@ def edit_outcome(exe, args, target, timeout):
     before = common.sha256(target)
     rc, so, se = run([exe] + args + [target], timeout=timeout)
     res = {"ok": rc == 0, "rc": rc, "message": first_line(se, target),
-           "changed": common.sha256(target) != before}
+           "changed": common.sha256(target) != before, "size": os.path.getsize(target)}
     if rc == 0:
         try:
             e = elfmini.read(target)
@@ -314,6 +314,10 @@ def edit_task(task):
             if ep.get("version") is False and pe.get("version") is not False:
                 problems.append("the program no longer prints --version after elfpatch's edit")
             rec["version_checked"] = "version" in ep
+            if pe["ok"] and ep["ok"]:
+                # Bytes each tool added (issue 28: growth at most patchelf's), reported, not judged.
+                size = os.path.getsize(original)
+                rec["growth"] = {"patchelf": pe["size"] - size, "elfpatch": ep["size"] - size}
             rec["result"] = ("both-ok" if pe["ok"] and ep["ok"] else
                              "both-failed" if not (pe["ok"] or ep["ok"]) else "one-failed")
             if not pe["ok"]:
@@ -385,6 +389,18 @@ def report(part, recs, log, show):
             log("   [%s] %s %s: %s" % (name, r["what"], r["file"], "; ".join(r["problems"])[:300]))
         for name, reason in sorted(reasons.items()):
             log("   [%s] %s" % (name, reason))
+    grown = [r for r in recs if "growth" in r]
+    if grown:
+        log("")
+        log("bytes added where both succeed (issue 28; reported, not judged):")
+        log("%-24s%10s%16s%14s%16s%14s%10s" % ("", "edits", "patchelf total", "largest",
+                                              "elfpatch total", "largest", "more"))
+        for what in [w for w in per if any(r["what"] == w for r in grown)] + ["total"]:
+            rs = [r for r in grown if what in ("total", r["what"])]
+            pe = [r["growth"]["patchelf"] for r in rs]
+            ep = [r["growth"]["elfpatch"] for r in rs]
+            more = sum(1 for a, b in zip(pe, ep) if b > a)
+            log("%-24s%10d%16d%14d%16d%14d%10d" % (what, len(rs), sum(pe), max(pe), sum(ep), max(ep), more))
     bad = [r for r in recs if r.get("problems") and not r.get("allowed")]
     if bad:
         log("")
