@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-OgLjL9aVkVNiyoCGrSahzW+PJaA6XaAIVcIlSnv1llQ=";
+    hash = "sha256-ur+Hc+GToASgHkkoX2XOdgR4FR4O+4TMyiobK3z+N8g=";
   };
 
   cargoHash = "sha256-I3shkj47vJA4kR+tcA1YbrXoGuHqhNYMDzvgxg/Z9cs=";
