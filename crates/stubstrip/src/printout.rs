@@ -24,6 +24,25 @@ pub struct Printout {
 }
 
 impl Printout {
+    /// A printout whose diagnostics are `notes`, then one line per file that could not be
+    /// processed (`PROG: message`) and one per damaged file that was still read (`PROG: PATH:
+    /// warning: message`): what `check` and `fix` say before their reports.
+    pub fn with_problems(notes: &str, errors: &[ErrorEntry], damaged: &[ErrorEntry]) -> Printout {
+        use std::fmt::Write as _;
+        let mut p = Printout {
+            diagnostics: notes.to_owned(),
+            ..Printout::default()
+        };
+        let prog = crate::prog::name();
+        for e in errors {
+            let _ = writeln!(p.diagnostics, "{prog}: {}", e.error);
+        }
+        for d in damaged {
+            let _ = writeln!(p.diagnostics, "{prog}: {}: warning: {}", d.path, d.error);
+        }
+        p
+    }
+
     /// Writes the diagnostics on stderr, then the report on stdout, or with data the report on
     /// stderr and the data on stdout; returns the exit status: `code`, the run's, unless stdout
     /// could not be written ([`finish`]).

@@ -159,22 +159,7 @@ impl CheckReport {
     /// The report's text: errors on stderr; findings (and with `verbose` each clean ELF file),
     /// the count and the summary for people; with `json` the report as data.
     pub fn render(&self, verbose: bool, json: bool) -> Printout {
-        let mut p = Printout {
-            diagnostics: self.notes.clone(),
-            ..Printout::default()
-        };
-        for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
-        }
-        for d in &self.damaged {
-            let _ = writeln!(
-                p.diagnostics,
-                "{}: {}: warning: {}",
-                crate::prog::name(),
-                d.path,
-                d.error
-            );
-        }
+        let mut p = Printout::with_problems(&self.notes, &self.errors, &self.damaged);
         let out = &mut p.report;
         if verbose {
             for c in &self.clean {

@@ -149,22 +149,7 @@ impl<'a> FixReport<'a> {
     /// summary for people; with `json` the report, else with `print_removed` each removed
     /// directory, as data.
     pub fn render(&self, verbose: bool, json: bool, print_removed: bool) -> Printout {
-        let mut p = Printout {
-            diagnostics: self.notes.clone(),
-            ..Printout::default()
-        };
-        for e in &self.errors {
-            let _ = writeln!(p.diagnostics, "{}: {}", crate::prog::name(), e.error);
-        }
-        for d in &self.damaged {
-            let _ = writeln!(
-                p.diagnostics,
-                "{}: {}: warning: {}",
-                crate::prog::name(),
-                d.path,
-                d.error
-            );
-        }
+        let mut p = Printout::with_problems(&self.notes, &self.errors, &self.damaged);
         let out = &mut p.report;
         if verbose {
             for c in &self.changes {
