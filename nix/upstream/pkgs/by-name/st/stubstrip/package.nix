@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-ur+Hc+GToASgHkkoX2XOdgR4FR4O+4TMyiobK3z+N8g=";
+    hash = "sha256-EizTSU0RD1ekh1Yh7Lj6n5TmsSTtXt8d8DrwElZYkfA=";
   };
 
   cargoHash = "sha256-I3shkj47vJA4kR+tcA1YbrXoGuHqhNYMDzvgxg/Z9cs=";
