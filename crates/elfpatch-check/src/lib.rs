@@ -669,7 +669,7 @@ pub fn tables_outside_sections(e: &Elf, t: &Tables) -> bool {
     }
     let mut regions: Vec<(u64, u64)> = Vec::new();
     if let Some(s) = &e.strtab {
-        regions.push((s.offset, s.bytes.len() as u64));
+        regions.push((s.offset, s.size));
     }
     let rs = [
         t.dynsym.as_ref().map(|s| s.region),

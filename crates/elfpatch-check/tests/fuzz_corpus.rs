@@ -681,8 +681,7 @@ fn tables_in_a_page_tail_are_planned_and_keep_the_properties() {
         let e = Elf::parse(elf_bytes).unwrap();
         let st = e.strtab.as_ref().unwrap();
         assert!(
-            !e.loads()
-                .any(|p| p.contains_offset(st.offset, st.bytes.len() as u64)),
+            !e.loads().any(|p| p.contains_offset(st.offset, st.size)),
             "{name}: .dynstr is inside p_filesz"
         );
         let stats = check::plan_apply_checked_with(&data, check::Known::NONE)

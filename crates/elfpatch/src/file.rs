@@ -17,10 +17,10 @@ use std::time::SystemTime;
 
 use crate::apply::{apply_plan, ApplyOptions, ApplyReport};
 use crate::error::{Error, Location, Repr, Result};
-use crate::plan::{plan, Edit, Options, Plan};
+use crate::plan::{plan_with, Dynstr, Edit, Options, Plan};
 use crate::read::Elf;
 use crate::refs::Tables;
-use crate::source::{FileSource, Prefetched};
+use crate::source::{read_range, FileSource, Prefetched};
 
 /// Identity and state of a file when it was opened; compared again before writing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,9 +159,33 @@ impl ElfFile {
         };
         let prefetched =
             Prefetched::for_elf(&source).map_err(|e| Error::io(&self.path, "read", e))?;
-        let tables = Tables::read_with(&prefetched, &self.elf, symbols)
-            .map_err(|e| e.with_path(&self.path))?;
-        plan(&self.elf, &tables, edits, opts).map_err(|e| e.with_path(&self.path))
+        let with_path = |e: Error| e.with_path(&self.path);
+        let tables = Tables::read_with(&prefetched, &self.elf, symbols).map_err(with_path)?;
+        // The string table is read a window at a time as the plan walks it, and whole only
+        // where every symbol's name is looked at (the same edits) or the table moves.
+        let whole;
+        let dynstr = match &self.elf.strtab {
+            None => Dynstr::whole(&[]),
+            Some(strtab) => match strtab.bytes() {
+                Some(bytes) => Dynstr::whole(bytes),
+                None if symbols => {
+                    whole = read_range(
+                        &prefetched,
+                        strtab.offset,
+                        strtab.size,
+                        "dynamic string table",
+                    )
+                    .map_err(with_path)?;
+                    Dynstr::whole(&whole)
+                }
+                None => {
+                    // With the dynamic array's strings, the version records' names are what a
+                    // plan looks up by offset (every symbol's name only the edits above).
+                    Dynstr::file(&prefetched, strtab, tables.version_refs()).map_err(with_path)?
+                }
+            },
+        };
+        plan_with(&self.elf, &tables, &dynstr, edits, opts).map_err(with_path)
     }
 
     /// Applies a plan made from this file, in place. Fails without writing if the file changed

@@ -71,19 +71,49 @@ pub struct StrTab {
     pub offset: u64,
     /// Virtual address (`DT_STRTAB`).
     pub vaddr: u64,
-    /// The table's bytes (`DT_STRSZ` of them).
-    pub bytes: Vec<u8>,
+    /// Its size in bytes (`DT_STRSZ`).
+    pub size: u64,
+    /// What of it was read.
+    pub contents: StrContents,
     /// Index of the section describing it (`.dynstr`), if any.
     pub section: Option<usize>,
 }
 
+/// What of the dynamic string table [`Elf`] holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StrContents {
+    /// All of its bytes ([`Elf::read`], [`Elf::parse`]).
+    Whole(Vec<u8>),
+    /// Only the strings the dynamic array names, as `(offset, string without its NUL)`, sorted
+    /// by offset ([`Elf::read_file`]). A big library's table is megabytes, and reading it into
+    /// fresh memory costs more than the rest of a call; an edit reads it a window at a time.
+    Strings(Vec<(u64, Vec<u8>)>),
+}
+
 impl StrTab {
-    /// The NUL-terminated string at `offset`, without its terminator.
+    /// The NUL-terminated string at `offset`, without its terminator. With
+    /// [`StrContents::Strings`], only the strings the dynamic array names are known.
     pub fn get(&self, offset: u64) -> Option<&[u8]> {
-        let start = usize::try_from(offset).ok()?;
-        let rest = self.bytes.get(start..)?;
-        let end = rest.iter().position(|&b| b == 0)?;
-        Some(&rest[..end])
+        match &self.contents {
+            StrContents::Whole(bytes) => {
+                let start = usize::try_from(offset).ok()?;
+                let rest = bytes.get(start..)?;
+                let end = rest.iter().position(|&b| b == 0)?;
+                Some(&rest[..end])
+            }
+            StrContents::Strings(strings) => strings
+                .binary_search_by_key(&offset, |(o, _)| *o)
+                .ok()
+                .map(|i| strings[i].1.as_slice()),
+        }
+    }
+
+    /// The whole table, when it was read whole.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match &self.contents {
+            StrContents::Whole(bytes) => Some(bytes),
+            StrContents::Strings(_) => None,
+        }
     }
 }
 
@@ -193,8 +223,13 @@ impl Elf {
         Elf::read(bytes)
     }
 
-    /// Parses the headers of an ELF file from any [`Source`], reading only what it needs.
+    /// Parses the headers of an ELF file from any [`Source`], reading only what it needs, and
+    /// the whole dynamic string table ([`StrContents::Whole`], what [`crate::plan()`] needs).
     pub fn read<S: Source + ?Sized>(src: &S) -> Result<Elf> {
+        Elf::read_with(src, true)
+    }
+
+    fn read_with<S: Source + ?Sized>(src: &S, whole_strtab: bool) -> Result<Elf> {
         let file_len = src.len();
         let (format, ehdr) = read_format(src)?;
         let header = format.decode_header(&ehdr);
@@ -243,11 +278,11 @@ impl Elf {
         }
         elf.dynamic = read_dynamic(src, &elf)?;
         if elf.dynamic.is_some() {
-            elf.strtab = read_strtab(src, &elf)?;
+            elf.strtab = read_strtab(src, &elf, whole_strtab)?;
             elf.check_string_entries()?;
         } else if !elf.phdrs.iter().any(|p| p.p_type == elf::PT_DYNAMIC) {
             // (An empty PT_DYNAMIC is read where glibc reads it, not through a section.)
-            elf.read_dynamic_section(src);
+            elf.read_dynamic_section(src, whole_strtab);
         }
         elf.interp = read_interp(src, &elf)?;
         Ok(elf)
@@ -263,13 +298,13 @@ impl Elf {
     /// `PT_LOAD`, two of them, no `DT_NULL`, a string table that cannot be read) leaves the file
     /// one without a dynamic array, the reason kept for the refusal of an edit of it, so that
     /// edits of the interpreter and the headers still go through.
-    fn read_dynamic_section<S: Source + ?Sized>(&mut self, src: &S) {
+    fn read_dynamic_section<S: Source + ?Sized>(&mut self, src: &S, whole_strtab: bool) {
         match dynamic_section(src, self) {
             Ok(None) => {}
             Ok(Some(dynamic)) => {
                 let at = dynamic.offset;
                 self.dynamic = Some(dynamic);
-                match read_strtab(src, self).and_then(|st| {
+                match read_strtab(src, self, whole_strtab).and_then(|st| {
                     self.strtab = st;
                     self.check_string_entries()
                 }) {
@@ -293,7 +328,9 @@ impl Elf {
     }
 
     /// Parses the headers of an open file of `len` bytes through [`Prefetched::for_elf`]: its
-    /// start and its end are read once, and most files need no further read.
+    /// start and its end are read once, and most files need no further read. Of the dynamic
+    /// string table only the strings the dynamic array names are read
+    /// ([`StrContents::Strings`]); [`crate::ElfFile::plan`] reads the rest as it needs it.
     pub fn read_file(file: &std::fs::File, len: u64) -> Result<Elf> {
         let source = FileSource { file, len };
         let prefetched = Prefetched::for_elf(&source).map_err(|source| {
@@ -303,7 +340,7 @@ impl Elf {
                 source,
             })
         })?;
-        Elf::read(&prefetched)
+        Elf::read_with(&prefetched, false)
     }
 
     /// Maps `[vaddr, vaddr + len)` to a file offset through the `PT_LOAD` that maps it from the
@@ -554,7 +591,7 @@ impl Elf {
                         "{} offset {:#x} is outside the {}-byte string table or not NUL-terminated: string table index out of bounds",
                         tag_name(e.tag),
                         e.val,
-                        s.bytes.len()
+                        s.size
                     ),
                 ));
             }
@@ -1164,7 +1201,7 @@ fn dynamic_section<S: Source + ?Sized>(
     }))
 }
 
-fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
+fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf, whole: bool) -> Result<Option<StrTab>> {
     let Some(d) = &e.dynamic else {
         return Ok(None);
     };
@@ -1199,10 +1236,21 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
             format!("DT_STRTAB {vaddr:#x} (+{size:#x}) is not in the bytes any PT_LOAD maps from the file"),
         ));
     };
-    let bytes = read_range(src, offset, size, "dynamic string table")?;
+    let contents = if whole {
+        StrContents::Whole(read_range(src, offset, size, "dynamic string table")?)
+    } else {
+        StrContents::Strings(read_dynamic_strings(src, d, offset, size)?)
+    };
+    let last = match &contents {
+        StrContents::Whole(bytes) => bytes.last().copied(),
+        StrContents::Strings(_) if size > 0 => {
+            Some(read_range(src, offset + size - 1, 1, "dynamic string table")?[0])
+        }
+        StrContents::Strings(_) => None,
+    };
     // Strings are read up to their NUL: a table whose last byte is not one lets the last string
     // run on into whatever follows it (a copy would make that our strings).
-    if bytes.last().is_some_and(|&b| b != 0) {
+    if last.is_some_and(|b| b != 0) {
         return Err(Error::malformed(
             offset + size - 1,
             format!("DT_STRTAB: string table is not NUL-terminated (last of {size} bytes)"),
@@ -1212,9 +1260,51 @@ fn read_strtab<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<StrTab>> {
     Ok(Some(StrTab {
         offset,
         vaddr,
-        bytes,
+        size,
+        contents,
         section,
     }))
+}
+
+/// The strings the dynamic array's string entries name, each read up to its NUL a piece at a
+/// time (names and run paths are short; a piece past the table's end is never read). An offset
+/// outside the table, or a string without a NUL before its end, is left out: [`StrTab::get`]
+/// then knows no string there, as it would not in the whole table.
+fn read_dynamic_strings<S: Source + ?Sized>(
+    src: &S,
+    d: &Dynamic,
+    offset: u64,
+    size: u64,
+) -> Result<Vec<(u64, Vec<u8>)>> {
+    const PIECE: u64 = 256;
+    let mut wanted: Vec<u64> = d
+        .entries()
+        .iter()
+        .filter(|x| is_string_tag(x.tag) && x.val < size)
+        .map(|x| x.val)
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut out = Vec::with_capacity(wanted.len());
+    for at in wanted {
+        let mut string = Vec::new();
+        let mut from = at;
+        while from < size {
+            let piece = read_range(src, offset + from, PIECE.min(size - from), "dynamic string")?;
+            match piece.iter().position(|&b| b == 0) {
+                Some(n) => {
+                    string.extend_from_slice(&piece[..n]);
+                    out.push((at, string));
+                    break;
+                }
+                None => {
+                    string.extend_from_slice(&piece);
+                    from += piece.len() as u64;
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn read_interp<S: Source + ?Sized>(src: &S, e: &Elf) -> Result<Option<Interp>> {

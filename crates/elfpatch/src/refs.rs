@@ -198,6 +198,12 @@ impl Tables {
             .dynsym
             .iter()
             .flat_map(|s| s.names.iter().map(|&n| u64::from(n)));
+        syms.chain(self.version_refs())
+    }
+
+    /// The string table offsets of the version records' names (need records' files and
+    /// versions, definitions' names).
+    pub fn version_refs(&self) -> impl Iterator<Item = u64> + '_ {
         let need = self.verneed.iter().flat_map(|(_, v)| {
             v.iter().flat_map(|n| {
                 std::iter::once(u64::from(n.file)).chain(n.aux.iter().map(|a| u64::from(a.name)))
@@ -207,7 +213,7 @@ impl Tables {
             .verdef
             .iter()
             .flat_map(|(_, v)| v.iter().map(|&n| u64::from(n)));
-        syms.chain(need).chain(def)
+        need.chain(def)
     }
 }
 
@@ -639,7 +645,7 @@ fn check_verneed_names(e: &Elf, records: &[VerneedEntry]) -> Result<()> {
     let Some(strtab) = &e.strtab else {
         return Ok(());
     };
-    let len = strtab.bytes.len() as u64;
+    let len = strtab.size;
     for r in records {
         let names = std::iter::once((r.offset + 4, "vn_file", r.file))
             .chain(r.aux.iter().map(|a| (a.offset + 8, "vna_name", a.name)));

@@ -230,7 +230,7 @@ fn check_dynamic_sections(e: &Elf, out: &mut Vec<Issue>) {
     };
     if let Some(i) = st.section {
         let sh = e.sections[i].shdr;
-        if sh.sh_offset != st.offset || sh.sh_size != st.bytes.len() as u64 {
+        if sh.sh_offset != st.offset || sh.sh_size != st.size {
             issue(
                 out,
                 ".dynstr section does not match DT_STRTAB/DT_STRSZ".into(),

@@ -238,7 +238,7 @@ fn string_offsets_outside_the_table_are_errors() {
     let (d, bytes) = sample();
     let elf = Elf::parse(&bytes).unwrap();
     let dynamic = elf.dynamic.as_ref().unwrap();
-    let strsz = elf.strtab.as_ref().unwrap().bytes.len() as u64;
+    let strsz = elf.strtab.as_ref().unwrap().size;
     let idx = dynamic
         .entries()
         .iter()
@@ -485,7 +485,7 @@ fn damage_an_edit_cannot_work_around_is_refused_in_patchelfs_words() {
         ),
         (
             "dynstr-unterminated",
-            (strtab.offset as usize) + strtab.bytes.len() - 1,
+            (strtab.offset as usize) + strtab.size as usize - 1,
             1,
             u64::from(b'A'),
             "string table is not NUL-terminated",

@@ -634,7 +634,7 @@ fn cut_before_dynstr(src: &Path, dst: &Path, zeroed: bool) -> Option<PathBuf> {
     let seg_end = p.offset_end();
     let last_page = (seg_end - 1) / 4096 * 4096;
     let cut = (st.offset + 8).max(last_page + 1);
-    if p.p_memsz != p.p_filesz || cut >= st.offset + st.bytes.len() as u64 {
+    if p.p_memsz != p.p_filesz || cut >= st.offset + st.size {
         return None;
     }
     let mut q = *p;
@@ -679,8 +679,7 @@ fn a_string_table_in_the_mapped_tail_of_a_page_is_read_and_edited() {
             .unwrap_or_else(|err| panic!("{}: the cut file is refused: {err}", tc.name));
         let st = e.strtab.as_ref().unwrap();
         assert!(
-            !e.loads()
-                .any(|p| p.contains_offset(st.offset, st.bytes.len() as u64)),
+            !e.loads().any(|p| p.contains_offset(st.offset, st.size)),
             "{}: .dynstr still inside p_filesz",
             tc.name
         );
@@ -805,7 +804,7 @@ fn bytes_nothing_describes_do_not_travel_with_a_moved_block() {
     let e = elfpatch::Elf::parse(&original).unwrap();
     let table_end = e.header.e_phoff as usize + e.phdrs.len() * e.format.phdr_size();
     let strtab = e.strtab.as_ref().unwrap();
-    let strtab_end = (strtab.offset as usize) + strtab.bytes.len();
+    let strtab_end = (strtab.offset as usize) + strtab.size as usize;
     // More than the rest of the first segment's page: a new segment, room for its header made
     // after the program header table (and a copy of .dynstr). Less: .dynstr grows where it is,
     // over the tables after it.
@@ -1011,7 +1010,7 @@ fn a_string_table_patchelf_appended_grows_where_it_is() {
         let dynstr = |bytes: &[u8]| {
             let e = elfpatch::Elf::parse(bytes).unwrap();
             let s = e.strtab.unwrap();
-            (s.offset, s.bytes.len())
+            (s.offset, s.size as usize)
         };
         let second = format!("{first}:/nix/store/{}-second/lib", "f".repeat(32));
         let patched = b.fx.path("libdep-patchelf.so");
@@ -1058,7 +1057,7 @@ const char *const dep_pointers[20000] = { [0 ... 19999] = "p" };
         );
         let before = fs::read(&lib).unwrap();
         let e = elfpatch::Elf::parse(&before).unwrap();
-        let dynstr = e.strtab.as_ref().unwrap().bytes.len();
+        let dynstr = e.strtab.as_ref().unwrap().size as usize;
         let relocs: u64 = e
             .sections
             .iter()

@@ -315,10 +315,7 @@ fn random_cases_reach_every_layout_strategy() {
             let elf = Elf::parse(&bytes).unwrap();
             // A string table that runs past p_filesz into the mapped rest of its page.
             let st = elf.strtab.as_ref().unwrap();
-            if !elf
-                .loads()
-                .any(|p| p.contains_offset(st.offset, st.bytes.len() as u64))
-            {
+            if !elf.loads().any(|p| p.contains_offset(st.offset, st.size)) {
                 from_tail += 1;
             }
             let tables = Tables::read(bytes.as_slice(), &elf).unwrap();

@@ -86,12 +86,12 @@ impl<'p, 'a> Builder<'p, 'a> {
                 own_spots,
             )
         };
-        let mut strings = place(true);
+        let mut strings = place(true)?;
         if strings.alloc.grows() && strings.live_writes {
             // A string over the one it replaces switches with its own write, not with the
             // others: a table that grows where it is (`appended/tail.rs`) takes its new strings
             // only where nothing was, so that they all switch together.
-            strings = place(false);
+            strings = place(false)?;
         }
         // Tables read for edits that change no symbol version hold none (`Tables::read_with`).
         let versions_needed =

@@ -11,8 +11,9 @@ use super::edits::{Entry, SymbolEdits, Value, VerneedEdits};
 use super::strings::{self, Allocation, Range, References, Request};
 use super::tags::{is_movable_pointer_tag, is_relocation_tag};
 use super::Planner;
+use crate::error::Result;
 use crate::format::{Dyn, Format};
-use crate::read::{is_string_tag, Elf, StrTab};
+use crate::read::{is_string_tag, Elf, StrContents, StrTab};
 use crate::refs::{Region, VerneedEntry};
 
 /// Where every new string goes.
@@ -68,7 +69,8 @@ pub(super) fn strtab_or_empty(elf: &Elf) -> &StrTab {
     static EMPTY: StrTab = StrTab {
         offset: 0,
         vaddr: 0,
-        bytes: Vec::new(),
+        size: 0,
+        contents: StrContents::Whole(Vec::new()),
         section: None,
     };
     elf.strtab.as_ref().unwrap_or(&EMPTY)
@@ -85,7 +87,7 @@ impl Planner<'_> {
         records: &[VerneedEntry],
         symbols: &SymbolEdits,
         own_spots: bool,
-    ) -> NewStrings {
+    ) -> Result<NewStrings> {
         let elf = self.elf;
         let tables = self.tables;
         let mut requests: Vec<Request> = Vec::new();
@@ -198,14 +200,14 @@ impl Planner<'_> {
             before,
             after,
         };
-        let alloc = strings::allocate_split(&strtab.bytes, refs, &requests, tables.exact);
+        let alloc = strings::allocate_in(self.dynstr, refs, &requests, tables.exact)?;
         let covered_before = alloc.covered_before.clone();
         let live_writes = alloc
             .writes
             .iter()
             .any(|(at, bytes)| overlaps(&covered_before, *at, *at + bytes.len() as u64));
-        let new_size = strtab.bytes.len() as u64 + alloc.appended.len() as u64;
-        NewStrings {
+        let new_size = strtab.size + alloc.appended.len() as u64;
+        Ok(NewStrings {
             alloc,
             entry_requests,
             record_requests,
@@ -213,7 +215,7 @@ impl Planner<'_> {
             covered_before,
             live_writes,
             new_size,
-        }
+        })
     }
 
     /// The version records after the renames and removals of `edits`.
@@ -302,7 +304,7 @@ impl Planner<'_> {
         let Some(dynamic) = &self.elf.dynamic else {
             return Vec::new();
         };
-        let strsz = strtab_or_empty(self.elf).bytes.len() as u64;
+        let strsz = strtab_or_empty(self.elf).size;
         let old: Vec<(Dyn, Option<usize>)> = dynamic
             .entries()
             .iter()

@@ -434,11 +434,7 @@ impl<'a> Planner<'a> {
 
     /// The string at `offset` of the original string table (empty when there is none).
     pub(super) fn string(&self, offset: u64) -> &'a [u8] {
-        self.elf
-            .strtab
-            .as_ref()
-            .and_then(|s| s.get(offset))
-            .unwrap_or(b"")
+        self.dynstr.string(offset).unwrap_or(b"")
     }
 
     fn original_entry(&self, i: usize) -> Dyn {

@@ -42,6 +42,7 @@
 mod appended;
 mod builder;
 mod contents;
+mod dynstr;
 mod edits;
 mod header;
 mod in_place;
@@ -62,6 +63,7 @@ use crate::read::Elf;
 use crate::refs::Region;
 use crate::refs::Tables;
 use builder::Builder;
+pub(crate) use dynstr::Dynstr;
 use header::NewTable;
 
 /// One requested change.
@@ -326,24 +328,55 @@ pub fn dropped(elf: &Elf, plan: &Plan) -> Vec<crate::Warning> {
     }]
 }
 
-/// Plans `edits` on `elf`. `tables` must come from the same file ([`Tables::read`]).
+/// Plans `edits` on `elf`. `tables` must come from the same file ([`Tables::read`]), and `elf`
+/// must hold its whole string table, as [`Elf::read`] and [`Elf::parse`] read it; a file opened
+/// as an [`crate::ElfFile`] is planned with [`crate::ElfFile::plan`], which reads the table as
+/// it goes.
 pub fn plan(elf: &Elf, tables: &Tables, edits: &[Edit], opts: &Options) -> Result<Plan> {
-    Planner::new(elf, tables, opts)?.run(edits)
+    let whole = match &elf.strtab {
+        None => &[][..],
+        Some(strtab) => strtab.bytes().ok_or_else(|| {
+            crate::error::Error::unsupported(
+                "planning a file whose string table was not read whole (Elf::read_file); \
+                 plan it through ElfFile::plan",
+            )
+        })?,
+    };
+    plan_with(elf, tables, &Dynstr::whole(whole), edits, opts)
 }
 
-/// The input of one plan: the parsed file, the tables that refer to its strings, the options.
+/// [`plan`], the string table read through `dynstr`.
+pub(crate) fn plan_with(
+    elf: &Elf,
+    tables: &Tables,
+    dynstr: &Dynstr<'_>,
+    edits: &[Edit],
+    opts: &Options,
+) -> Result<Plan> {
+    Planner::new(elf, tables, dynstr, opts)?.run(edits)
+}
+
+/// The input of one plan: the parsed file, the tables that refer to its strings, the string
+/// table itself, the options.
 struct Planner<'a> {
     elf: &'a Elf,
     tables: &'a Tables,
+    dynstr: &'a Dynstr<'a>,
     opts: &'a Options,
     format: Format,
 }
 
 impl<'a> Planner<'a> {
-    fn new(elf: &'a Elf, tables: &'a Tables, opts: &'a Options) -> Result<Self> {
+    fn new(
+        elf: &'a Elf,
+        tables: &'a Tables,
+        dynstr: &'a Dynstr<'a>,
+        opts: &'a Options,
+    ) -> Result<Self> {
         let planner = Planner {
             elf,
             tables,
+            dynstr,
             opts,
             format: elf.format,
         };
@@ -405,7 +438,7 @@ impl<'a> Planner<'a> {
             out.push(Region {
                 offset: strtab.offset,
                 vaddr: strtab.vaddr,
-                size: strtab.bytes.len() as u64,
+                size: strtab.size,
             });
         }
         let tables = self.tables;
@@ -423,7 +456,8 @@ impl<'a> Planner<'a> {
 mod layering {
     /// The planner's modules, lowest first, with their sources: each may import only those
     /// before it (the root, this file, holds the shared types and the entry point).
-    const ORDER: [(&str, &str); 12] = [
+    const ORDER: [(&str, &str); 13] = [
+        ("dynstr", include_str!("dynstr.rs")),
         ("strings", include_str!("strings.rs")),
         ("tags", include_str!("tags.rs")),
         ("header", include_str!("header.rs")),

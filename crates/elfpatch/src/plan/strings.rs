@@ -5,6 +5,9 @@
 //! name merged into the tail of a longer string (`libdep.so` inside `/opt/x/libdep.so`) protects
 //! those bytes too. Strings that fit nowhere make the table grow into a copy.
 
+use super::dynstr::{Dynstr, Scan};
+use crate::error::Result;
+
 /// A half-open byte range `[start, end)` of the table.
 pub type Range = (u64, u64);
 
@@ -64,43 +67,31 @@ impl Allocation {
 
 /// Coverage of the table by references: sorted, merged ranges.
 pub fn coverage(table: &[u8], refs: impl IntoIterator<Item = u64>) -> Vec<Range> {
-    cover(table, refs, |_, _| {})
+    let table = Dynstr::whole(table);
+    in_memory(cover(&mut table.scan(0), refs, |_, _, _| Ok(())))
 }
 
-/// The offset of the first NUL at or after `from`, or the table's length, found eight bytes at
-/// a time: in a word `w`, the high bit of `!(((w & 0x7f..7f) + 0x7f..7f) | w | 0x7f..7f)` is set
-/// exactly where a byte is zero (a library's table is megabytes, read at every edit).
-fn next_nul(table: &[u8], from: usize) -> usize {
-    const LOWS: u64 = 0x7f7f_7f7f_7f7f_7f7f;
-    let mut i = from;
-    while let Some(chunk) = table.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let zeros = !(((w & LOWS).wrapping_add(LOWS)) | w | LOWS);
-        if zeros != 0 {
-            return i + (zeros.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
+/// The result of a pass over a table held in memory, which cannot fail to be read.
+fn in_memory<T>(result: Result<T>) -> T {
+    match result {
+        Ok(t) => t,
+        Err(e) => unreachable!("a string table in memory is read without error: {e}"),
     }
-    while i < table.len() && table[i] != 0 {
-        i += 1;
-    }
-    i
 }
 
 /// [`coverage`]: a reference covers its string and the NUL that ends it. The references (one
 /// per dynamic symbol: a hundred thousand in a big library) are marked in a bitmap of the
 /// table's bytes and read back in order, which sorts them without a sort; each NUL is found once,
-/// the table scanned once. `at_end(nul, from)` hears of the NUL that ends each reference's
-/// string, with the start of the covered range it lies in so far.
+/// the table scanned once, in order (a window at a time when it is read from the file).
+/// `at_end(scan, nul, from)` hears of the NUL that ends each reference's string, with the start
+/// of the covered range it lies in so far.
 fn cover(
-    table: &[u8],
+    scan: &mut Scan<'_, '_>,
     refs: impl IntoIterator<Item = u64>,
-    mut at_end: impl FnMut(u64, u64),
-) -> Vec<Range> {
-    let len = table.len() as u64;
-    let mut starts = vec![0u64; table.len().div_ceil(64)];
+    mut at_end: impl FnMut(&Scan<'_, '_>, u64, u64) -> Result<()>,
+) -> Result<Vec<Range>> {
+    let len = scan.len();
+    let mut starts = vec![0u64; len.div_ceil(64) as usize];
     for o in refs.into_iter().filter(|&o| o < len) {
         starts[(o / 64) as usize] |= 1 << (o % 64);
     }
@@ -114,7 +105,7 @@ fn cover(
             let end = match nul {
                 Some(n) if n >= o => n,
                 _ => {
-                    let n = next_nul(table, o as usize) as u64;
+                    let n = scan.nul_at_or_after(o)?;
                     nul = Some(n);
                     n
                 }
@@ -125,11 +116,11 @@ fn cover(
                 _ => out.push((o, covered_to)),
             }
             if end < len {
-                at_end(end, out.last().map_or(o, |r| r.0));
+                at_end(scan, end, out.last().map_or(o, |r| r.0))?;
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Sorts and merges overlapping or touching ranges.
@@ -174,26 +165,22 @@ pub fn subtract(a: &[Range], b: &[Range]) -> Vec<Range> {
 }
 
 /// Where the string at `o` ends: past its NUL, or at the end of the table.
-fn nul_end(table: &[u8], o: u64) -> u64 {
-    table[o as usize..]
-        .iter()
-        .position(|&b| b == 0)
-        .map(|p| o + p as u64 + 1)
-        .unwrap_or(table.len() as u64)
+fn nul_end(table: &Dynstr<'_>, o: u64) -> Result<u64> {
+    Ok((table.nul_at_or_after(o)? + 1).min(table.len()))
 }
 
 /// How far a new string may reach when written over the one at `o` that it replaces: over that
 /// string's own bytes while nothing keeps them (`free`: unreferenced after the edit), then over
 /// bytes nothing referenced before either (`spare`). `o` itself when its spot is not free.
-fn own_spot_end(table: &[u8], free: &[Range], spare: &[Range], o: u64) -> u64 {
+fn own_spot_end(table: &Dynstr<'_>, free: &[Range], spare: &[Range], o: u64) -> Result<u64> {
     let Some(&(_, free_end)) = free.iter().find(|&&(s, e)| s <= o && o < e) else {
-        return o;
+        return Ok(o);
     };
-    let mut end = nul_end(table, o).min(free_end);
+    let mut end = nul_end(table, o)?.min(free_end);
     while let Some(&(_, e)) = spare.iter().find(|&&(s, e)| s <= end && end < e) {
         end = e;
     }
-    end
+    Ok(end)
 }
 
 /// Places `requests` in `table`.
@@ -235,44 +222,62 @@ pub fn allocate_split<C: IntoIterator<Item = u64>>(
     requests: &[Request],
     exact: bool,
 ) -> Allocation {
-    let len = table.len() as u64;
+    in_memory(allocate_in(&Dynstr::whole(table), refs, requests, exact))
+}
+
+/// [`allocate_split`] over a table in memory or read from the file as it goes.
+pub(crate) fn allocate_in<C: IntoIterator<Item = u64>>(
+    table: &Dynstr<'_>,
+    refs: References<C>,
+    requests: &[Request],
+    exact: bool,
+) -> Result<Allocation> {
+    let len = table.len();
     // Strings already present, in bytes that stay referenced, are reused (free, and what linkers
     // do): a request matches the bytes before a NUL that ends a referenced string, all covered.
     let mut found: Vec<Option<u64>> = vec![None; requests.len()];
-    let offer = |nul: u64, from: u64, found: &mut Vec<Option<u64>>| {
+    let offer = |scan: &Scan<'_, '_>, nul: u64, from: u64, found: &mut Vec<Option<u64>>| {
         for (i, request) in requests.iter().enumerate() {
             let size = request.bytes.len() as u64;
-            let matches = found[i].is_none()
-                && nul >= size
-                && nul - size >= from
-                && request
-                    .bytes
-                    .last()
-                    .is_none_or(|&b| table[nul as usize - 1] == b)
-                && table[(nul - size) as usize..nul as usize] == request.bytes[..];
-            if matches {
+            if found[i].is_some() || nul < size || nul - size < from {
+                continue;
+            }
+            // The last byte first: most strings end elsewhere.
+            if let Some(&b) = request.bytes.last() {
+                if scan.before(nul, 1)?[0] != b {
+                    continue;
+                }
+            }
+            if *scan.before(nul, size)? == request.bytes[..] {
                 found[i] = Some(nul - size);
             }
         }
+        Ok(())
     };
-    let common = cover(table, refs.common, |nul, from| offer(nul, from, &mut found));
-    let end_of = |o: u64| (next_nul(table, o as usize) as u64 + 1).min(len);
-    let with = |extra: &[u64]| -> Vec<Range> {
+    let longest = requests.iter().map(|r| r.bytes.len() as u64).max();
+    let mut scan = table.scan(longest.unwrap_or(0));
+    let common = cover(&mut scan, refs.common, |scan, nul, from| {
+        offer(scan, nul, from, &mut found)
+    })?;
+    let end_of = |o: u64| nul_end(table, o);
+    let with = |extra: &[u64]| -> Result<Vec<Range>> {
         let mut spans = common.clone();
-        spans.extend(extra.iter().filter(|&&o| o < len).map(|&o| (o, end_of(o))));
-        merge(&mut spans)
+        for &o in extra.iter().filter(|&&o| o < len) {
+            spans.push((o, end_of(o)?));
+        }
+        Ok(merge(&mut spans))
     };
-    let cov_before = with(&refs.before);
-    let mut cov_after = with(&refs.after);
+    let cov_before = with(&refs.before)?;
+    let mut cov_after = with(&refs.after)?;
     // The strings only entries after the edit name (few) are candidates too.
     for &o in refs.after.iter().filter(|&&o| o < len) {
-        let nul = end_of(o) - 1;
-        if table[nul as usize] == 0 {
+        let nul = end_of(o)? - 1;
+        if *table.read(nul, 1)? == [0] {
             let from = cov_after
                 .iter()
                 .find(|r| r.0 <= nul && nul < r.1)
                 .map_or(nul, |r| r.0);
-            offer(nul, from, &mut found);
+            offer(&scan, nul, from, &mut found)?;
         }
     }
 
@@ -307,7 +312,10 @@ pub fn allocate_split<C: IntoIterator<Item = u64>>(
         let need = request.bytes.len() as u64 + 1;
         let at = request
             .replaces
-            .filter(|&o| own_spot_end(table, &free, &spare, o) >= o + need)
+            .map(|o| Ok::<_, crate::error::Error>((o, own_spot_end(table, &free, &spare, o)?)))
+            .transpose()?
+            .filter(|&(o, end)| end >= o + need)
+            .map(|(o, _)| o)
             .or_else(|| {
                 spare
                     .iter()
@@ -321,7 +329,7 @@ pub fn allocate_split<C: IntoIterator<Item = u64>>(
                 bytes.push(0);
                 // Over the string it replaces: zero its tail in the same write.
                 if request.replaces == Some(o) {
-                    let old_end = nul_end(table, o);
+                    let old_end = nul_end(table, o)?;
                     let free_end = free
                         .iter()
                         .find(|&&(s, e)| s <= o && o < e)
@@ -352,13 +360,13 @@ pub fn allocate_split<C: IntoIterator<Item = u64>>(
     } else {
         Vec::new()
     };
-    Allocation {
+    Ok(Allocation {
         placements,
         writes,
         garbage,
         appended,
         covered_before: cov_before,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -467,6 +475,74 @@ mod tests {
         assert_eq!(a.placements, vec![Placement::Appended(t.len() as u64)]);
         assert!(a.garbage.is_empty());
         assert_eq!(a.appended, b"/x\0");
+    }
+
+    /// The same table read from a "file" a few bytes at a time: every allocation is the one the
+    /// table in memory gives, whatever window the strings and the lookback cross.
+    #[test]
+    fn a_table_read_in_windows_allocates_as_one_in_memory() {
+        use crate::read::{StrContents, StrTab};
+        let words = [
+            "",
+            "lib",
+            "libc.so.6",
+            "/opt/x/lib",
+            "b",
+            "/run/opengl-driver/lib",
+            "x",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for round in 0..400 {
+            let mut t = vec![0u8];
+            let mut offs = Vec::new();
+            for _ in 0..1 + next(12) {
+                let w = words[next(words.len())];
+                offs.push(t.len() as u64 + next(w.len() + 1) as u64);
+                t.extend_from_slice(w.as_bytes());
+                t.push(0);
+                if next(4) == 0 {
+                    t.extend(std::iter::repeat_n(0, next(9)));
+                }
+            }
+            let pick = |next: &mut dyn FnMut(usize) -> usize| -> Vec<u64> {
+                offs.iter().copied().filter(|_| next(2) == 0).collect()
+            };
+            let common = pick(&mut next);
+            let before = pick(&mut next);
+            let after = pick(&mut next);
+            let requests: Vec<Request> = (0..next(4))
+                .map(|_| {
+                    let w = words[next(words.len())];
+                    let replaces = (next(2) == 0).then(|| offs[next(offs.len())]);
+                    req(w, replaces)
+                })
+                .collect();
+            let exact = next(5) != 0;
+            let refs = || References {
+                common: common.clone(),
+                before: before.clone(),
+                after: after.clone(),
+            };
+            let expected = allocate_split(&t, refs(), &requests, exact);
+            let strtab = StrTab {
+                offset: 0,
+                vaddr: 0,
+                size: t.len() as u64,
+                contents: StrContents::Strings(Vec::new()),
+                section: None,
+            };
+            for window in 1..12 {
+                let file = Dynstr::file(&t, &strtab, []).unwrap().with_window(window);
+                let got = allocate_in(&file, refs(), &requests, exact).unwrap();
+                assert_eq!(got, expected, "round {round}, window {window}, table {t:?}");
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Unit-test support: a [`Planner`] over a file elfsynth builds from a spec, with the layout of
 //! that file to compare the planner's decisions with.
 
-use super::{Options, Planner};
+use super::{Dynstr, Options, Planner};
 use crate::read::Elf;
 use crate::refs::Tables;
 
@@ -27,7 +27,9 @@ pub(super) fn with_edited_planner<R>(
     let mut elf = Elf::parse(&bytes).expect("elfpatch reads what elfsynth builds");
     edit(&mut elf);
     let tables = Tables::read(bytes.as_slice(), &elf).expect("and its tables");
-    let planner = Planner::new(&elf, &tables, opts).expect("a sane file passes preflight");
+    let whole = elf.strtab.as_ref().and_then(|s| s.bytes()).unwrap_or(&[]);
+    let dynstr = Dynstr::whole(whole);
+    let planner = Planner::new(&elf, &tables, &dynstr, opts).expect("a sane file passes preflight");
     check(&planner, &layout)
 }
 

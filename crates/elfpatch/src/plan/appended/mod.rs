@@ -163,7 +163,7 @@ impl Builder<'_, '_> {
             .filter(TailRoom::strings_after_switch)
             .map(|_| self.interim_dynamic(&segment));
         let staged_dynamic = interim.as_deref().unwrap_or(&final_dynamic);
-        self.stage(&segment, &strings, &versions, staged_dynamic);
+        self.stage(&segment, &strings, &versions, staged_dynamic)?;
         let NewHeaders { header, mut phdrs } = self.program_headers(&segment)?;
         let sections = self.move_sections(&segment, &versions, &strings);
         if let (Some(dynamic), Some(item)) = (&elf.dynamic, segment.item(ItemKind::Dynamic)) {
@@ -534,7 +534,7 @@ impl Builder<'_, '_> {
         strings: &NewStrings,
         versions: &NewVersions,
         final_dynamic: &[Dyn],
-    ) {
+    ) -> Result<()> {
         let elf = self.planner.elf;
         let format = self.planner.format;
         let strtab = strtab_or_empty(elf);
@@ -567,7 +567,7 @@ impl Builder<'_, '_> {
             self.push(
                 segment.translate(strtab.offset),
                 Data::Zero,
-                strtab.bytes.len() as u64,
+                strtab.size,
                 Phase::Stage,
                 "stale string table in the moved block",
             );
@@ -608,7 +608,8 @@ impl Builder<'_, '_> {
             }
         }
         if let Some(item) = segment.item(ItemKind::StrTab) {
-            let mut bytes = strtab.bytes.clone();
+            // The one place the whole table is read: it moves, and its copy is written here.
+            let mut bytes = self.planner.dynstr.all()?.into_owned();
             for (at, new) in &strings.alloc.writes {
                 bytes[*at as usize..*at as usize + new.len()].copy_from_slice(new);
             }
@@ -654,6 +655,7 @@ impl Builder<'_, '_> {
             self.push_bytes(item.offset, bytes, Phase::Stage, "dynamic section");
         }
         self.stage_note(segment);
+        Ok(())
     }
 
     /// The new note in the segment; a copy of the old one in the moved block does not survive.
@@ -864,7 +866,7 @@ impl Builder<'_, '_> {
             live.push((t.start, t.strings_end()));
         }
         if segment.selection.copy_strtab {
-            dead.push((strtab.offset, strtab.offset + strtab.bytes.len() as u64));
+            dead.push((strtab.offset, strtab.offset + strtab.size));
         } else if elf.strtab.is_some() && !segment.in_block(strtab.offset) {
             dead.extend(
                 strings

@@ -88,7 +88,7 @@ impl Planner<'_> {
         if need == 0 || strtab.section.is_none() || elf.section_headers_unusable() {
             return None;
         }
-        let len = strtab.bytes.len() as u64;
+        let len = strtab.size;
         let start = strtab.offset.checked_add(len)?;
         let load = elf.phdrs.iter().position(|p| {
             p.p_type == elf::PT_LOAD && p.contains_offset(strtab.offset, len.max(1))
