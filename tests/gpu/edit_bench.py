@@ -157,7 +157,7 @@ def main():
         print(f"libtorch_cpu ({os.path.getsize(lib) / (1 << 20):.0f} MiB): elfpatch "
               f"{', '.join(f'{x * 1000:.2f}' for x in e)} ms; patchelf {', '.join(f'{x * 1000:.0f}' for x in p)} ms")
         reads = [timed([a.elfpatch, "--print-rpath", lib]) for _ in range(5)]
-        print(f"libtorch_cpu: elfpatch --print-rpath (reads the headers and .dynstr whole): "
+        print(f"libtorch_cpu: elfpatch --print-rpath (the headers and the dynamic array's strings): "
               f"{statistics.median(reads) * 1000:.2f} ms (median of 5)")
         if a.require_max_ms is not None and med(e) * 1000 > a.require_max_ms:
             failures.append(f"libtorch_cpu: elfpatch took {med(e) * 1000:.2f} ms (median), over {a.require_max_ms} ms")
