@@ -21,10 +21,10 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-EizTSU0RD1ekh1Yh7Lj6n5TmsSTtXt8d8DrwElZYkfA=";
+    hash = "sha256-3NDZnhIi4GaSApqCn+0VXHVY45UwVMngFqzMU/+RAho=";
   };
 
-  cargoHash = "sha256-I3shkj47vJA4kR+tcA1YbrXoGuHqhNYMDzvgxg/Z9cs=";
+  cargoHash = "sha256-gQQJk97bEnuMiHzTPdyp4S50NyMHxBJ52Bm2w2VHYZ4=";
 
   strictDeps = true;
   __structuredAttrs = true;
