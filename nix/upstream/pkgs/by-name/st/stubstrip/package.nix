@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-3NDZnhIi4GaSApqCn+0VXHVY45UwVMngFqzMU/+RAho=";
+    hash = "sha256-5wdz9/9nk9zM/4RYAZR8TOkEzCL4GvVMjc9HWq9xFNE=";
   };
 
   cargoHash = "sha256-gQQJk97bEnuMiHzTPdyp4S50NyMHxBJ52Bm2w2VHYZ4=";
