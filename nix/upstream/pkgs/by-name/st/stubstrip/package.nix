@@ -21,7 +21,7 @@ rustPlatform.buildRustPackage (finalAttrs: {
 
   src = fetchurl {
     url = "https://github.com/stubstrip/stubstrip/releases/download/v${finalAttrs.version}/stubstrip-${finalAttrs.version}.tar.gz";
-    hash = "sha256-5wdz9/9nk9zM/4RYAZR8TOkEzCL4GvVMjc9HWq9xFNE=";
+    hash = "sha256-3j+THB6xNcdDn6bsUlGaRAkbSrA20EpoTcEWUExHVCc=";
   };
 
   cargoHash = "sha256-gQQJk97bEnuMiHzTPdyp4S50NyMHxBJ52Bm2w2VHYZ4=";
