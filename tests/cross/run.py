@@ -871,10 +871,48 @@ def run_case(case: dict):
         prc, pout, perr = run_program(arch, prog, casedir)
         res["run_output"] = clip(pout + perr, 600)
         probs += [("run", p) for p in expected_output_problems(pout, prc, perr, exp)]
+    if not probs and case.get("postproc") and case["op"] != "print":
+        probs += postproc_problems(case, arch, target, prog, casedir, exp, res)
     if probs:
         res["broken_by"] = sorted(set(c for c, _ in probs))
         return finish("BROKEN", "; ".join(p for _, p in probs))
     return finish("PASS")
+
+
+def postproc_problems(case, arch, target, prog, casedir, exp, res):
+    """--postproc: every post-processor of tests/postproc on the edited file, which must then run
+    as it did (tests/postproc/postproc.py says what else must hold)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "postproc"))
+    import postproc  # noqa: E402  (only --postproc needs it)
+    pp_tools = postproc.Tools(**case["postproc"])
+    pp_tools.binutils_prefix = arch.strip[: -len("strip")]
+    edited = target + ".postproc-edited"
+    shutil.copy2(target, edited)
+
+    def loads(path):
+        shutil.copy2(path, target)
+        try:
+            if arch.no_run:
+                return None
+            rc, out, err = run_program(arch, prog, casedir)
+            bad = expected_output_problems(out, rc, err, exp)
+            return "does not run as the edited file did: " + "; ".join(bad) if bad else None
+        finally:
+            shutil.copy2(edited, target)
+
+    probs = []
+    for i, pp in enumerate(pp_tools.postprocessors()):
+        for kind, msg in postproc.check(pp, case["input"], edited, os.path.join(casedir, "pp%02d" % i),
+                                        loads, pp_tools, elflint=harness.ELFLINT is not None):
+            if kind in postproc.NOTES:
+                res.setdefault("postproc_notes", []).append(msg)
+            else:
+                probs.append(("postproc-" + kind, msg))
+        shutil.rmtree(os.path.join(casedir, "pp%02d" % i), ignore_errors=True)
+    if pp_tools.missing:
+        probs.append(("postproc-missing", "post-processors missing: %s" % ", ".join(pp_tools.missing)))
+    res["postprocessors"] = len(pp_tools.postprocessors())
+    return probs
 
 
 # --------------------------------------------------------------------------
@@ -973,6 +1011,10 @@ def main(argv=None):
     ap.add_argument("--require-all", action="store_true",
                     help="fail (exit 1) when any case was skipped or eu-elflint is missing: a "
                     "missing toolchain must not pass for a tested architecture (CI uses this)")
+    ap.add_argument("--postproc", action="store_true",
+                    help="then every post-processor of tests/postproc (strip, objcopy, eu-strip, "
+                    "llvm-strip, patchelf 0.15.2 and 0.19.3, elfpatch) on each edited file, which must "
+                    "still run as the edited file did")
     ap.add_argument("--lenient-elflint", action="store_true",
                     help="elfpatch cases broken only by new eu-elflint complaints are reported but do not "
                          "make the exit status non-zero")
@@ -1106,6 +1148,18 @@ def main(argv=None):
     log("baselines: %d inputs checked, %d failed, in %.1fs" % (len(base_futs), len(baseline_failures),
                                                                time.monotonic() - t0))
 
+    postproc_tools = None
+    if args.postproc:
+        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "postproc"))
+        from prior import find_prior  # noqa: E402
+        pe015, why = find_prior("0.15.2", cache_root, not args.no_install, log)
+        pe019, why019 = editors.find_patchelf(args.patchelf, log=log)
+        elfpatch_path, _ = editors.find_elfpatch(args.elfpatch)
+        for name, path, reason in (("patchelf 0.15.2", pe015, why), ("patchelf 0.19.3", pe019, why019)):
+            if path is None:
+                log("POSTPROC: %s unavailable: %s" % (name, reason))
+        postproc_tools = dict(elfpatch=elfpatch_path, patchelf019=pe019, patchelf015=pe015)
+
     # ---- cases
     t0 = time.monotonic()
     cases = []
@@ -1118,7 +1172,7 @@ def main(argv=None):
                          kind=inp["kind"], copy=inp["copy"], op=op, input=inp["path"],
                          cache_variant=inp["cache_variant"], cache_common=inp["cache_common"],
                          interp_src=interp_src.get(inp["arch"]), baseline=baselines.get(k),
-                         keep=args.keep,
+                         keep=args.keep, postproc=postproc_tools if ed_name == "elfpatch" else None,
                          casedir=os.path.join(workdir, ed_name, k.replace("/", "_"), op))
                 if inp["skip"]:
                     c["skip"] = inp["skip"]

@@ -110,7 +110,7 @@ impl Builder<'_, '_> {
                     p_memsz: size,
                     p_align: placed.align,
                 };
-                if let Room::NullSlot(i) = room {
+                if let Room::NullSlot(i) | Room::PhdrSlot(i) = room {
                     phdrs.remove(i);
                 }
                 let at = phdrs

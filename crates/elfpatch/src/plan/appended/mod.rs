@@ -438,11 +438,6 @@ impl Builder<'_, '_> {
                 * format.phdr_size()) as u64;
             items.push(Item::new(ItemKind::PhdrTable, size, format.word_size()));
         }
-        if let Some(block) = block {
-            let mut item = Item::new(ItemKind::Block, block.end - block.start, block.align);
-            item.congruent_to = elf.offset_to_vaddr(block.start, 1);
-            items.push(item);
-        }
         if let Some((t, block)) = tail.and_then(|t| t.block.map(|b| (t, b))) {
             if t.home.is_none() {
                 let p = &elf.phdrs[t.load];
@@ -453,10 +448,6 @@ impl Builder<'_, '_> {
         }
         if selection.copy_strtab {
             items.push(Item::new(ItemKind::StrTab, strings.new_size, 1));
-        }
-        if selection.interp {
-            let size = self.interp.as_ref().map_or(0, |x| x.len() as u64 + 1);
-            items.push(Item::new(ItemKind::Interp, size, 1));
         }
         if let (true, Some(bytes)) = (selection.verneed, &selection.verneed_bytes) {
             items.push(Item::new(ItemKind::Verneed, bytes.len() as u64, 8));
@@ -483,9 +474,37 @@ impl Builder<'_, '_> {
             let size = (selection.dynamic_capacity * format.dyn_size()) as u64;
             items.push(Item::new(ItemKind::Dynamic, size, format.word_size()));
         }
+        // What other segments describe (PT_INTERP, PT_NOTE) comes after the tables only
+        // sections describe: see below.
+        if let Some(block) = block {
+            let mut item = Item::new(ItemKind::Block, block.end - block.start, block.align);
+            item.congruent_to = elf.offset_to_vaddr(block.start, 1);
+            items.push(item);
+        }
+        if selection.interp {
+            let size = self.interp.as_ref().map_or(0, |x| x.len() as u64 + 1);
+            items.push(Item::new(ItemKind::Interp, size, 1));
+        }
         if let Some(bytes) = self.new_note_bytes() {
             let align = self.planner.tables.note.as_ref().map_or(4, |n| n.align);
             items.push(Item::new(ItemKind::Note, bytes.len() as u64, align));
+        }
+        // llvm-objcopy and llvm-strip make a segment that starts where an earlier entry of the
+        // table starts (PT_INTERP, PT_NOTE, PT_DYNAMIC) the child of that entry, and lay it out
+        // at the entry's alignment: the new PT_LOAD would land off its page congruence and the
+        // loader refuse the file. A new segment that would start with such bytes starts with a
+        // word of zeros instead. (The program header table, when it moves, stays first: GNU
+        // objcopy lays a segment that holds it out with the table at its start.)
+        let described_by_segment = |kind: ItemKind| {
+            matches!(
+                kind,
+                ItemKind::Block | ItemKind::Interp | ItemKind::Note | ItemKind::Dynamic
+            )
+        };
+        if matches!(mode, Mode::New(_))
+            && items.first().is_some_and(|i| described_by_segment(i.kind))
+        {
+            items.insert(0, Item::new(ItemKind::Pad, format.word_size(), 1));
         }
         items
     }
@@ -606,6 +625,15 @@ impl Builder<'_, '_> {
                     );
                 }
             }
+        }
+        if let Some(item) = segment.item(ItemKind::Pad) {
+            self.push(
+                item.offset,
+                Data::Zero,
+                item.size,
+                Phase::Stage,
+                "segment start",
+            );
         }
         if let Some(item) = segment.item(ItemKind::StrTab) {
             // The one place the whole table is read: it moves, and its copy is written here.

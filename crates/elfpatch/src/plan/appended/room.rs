@@ -24,6 +24,10 @@ const LARGE_BLOCK: u64 = 64 << 10;
 pub(in crate::plan) enum Room {
     /// Reuse the `PT_NULL` entry with this index.
     NullSlot(usize),
+    /// Reuse the `PT_PHDR` entry (this index) of a shared library: no loader needs it there
+    /// (glibc, musl and bionic find a library's table through the `PT_LOAD` that maps it, as in
+    /// every library GNU ld links, which has no `PT_PHDR`), and the table stays where it is.
+    PhdrSlot(usize),
     /// The bytes after the table are free.
     Slack,
     /// Move this block out of the way.
@@ -74,6 +78,14 @@ impl Planner<'_> {
         if elf.phdrs.len() + entries >= usize::from(elf::PN_XNUM) {
             return Err(Error::unsupported("too many program headers to add one"));
         }
+        // When the block after the table cannot move, or is large, a library gives up its
+        // PT_PHDR rather than moving the table: the post-processors that run after us (GNU
+        // strip and objcopy, eu-strip, llvm-strip) all expect the table where linkers put it,
+        // and each breaks a file whose table moved into a segment of its own in its own way.
+        let fallback = match (self.library_phdr_slot(), entries) {
+            (Some(i), 1) => Room::PhdrSlot(i),
+            _ => Room::MoveTable,
+        };
         let need = (entries * format.phdr_size()) as u64;
         let table_start = elf.header.e_phoff;
         let table_end = table_start + (elf.phdrs.len() * format.phdr_size()) as u64;
@@ -81,7 +93,7 @@ impl Planner<'_> {
             .loads()
             .find(|p| p.contains_offset(table_start, table_end - table_start))
         else {
-            return Ok(Room::MoveTable);
+            return Ok(fallback);
         };
         let load_end = load.offset_end();
         let occupants = self.occupants();
@@ -89,7 +101,7 @@ impl Planner<'_> {
             .iter()
             .any(|o| o.start < table_end && o.end > table_start)
         {
-            return Ok(Room::MoveTable);
+            return Ok(fallback);
         }
         let next = occupants
             .iter()
@@ -115,10 +127,10 @@ impl Planner<'_> {
             let Some(o) = iter.next() else { break };
             if o.start > end && elf.sections.is_empty() && o.start - end >= 16 {
                 // Unknown bytes between known regions: they may be anything.
-                return Ok(Room::MoveTable);
+                return Ok(fallback);
             }
             if !o.movable || o.end > load_end {
-                return Ok(Room::MoveTable);
+                return Ok(fallback);
             }
             end = end.max(o.end);
             align = align.max(o.align);
@@ -131,7 +143,7 @@ impl Planner<'_> {
             for o in &occupants {
                 if o.start >= table_end && o.start < end {
                     if !o.movable || o.end > load_end {
-                        return Ok(Room::MoveTable);
+                        return Ok(fallback);
                     }
                     if o.end > end {
                         end = o.end;
@@ -145,35 +157,56 @@ impl Planner<'_> {
             }
         }
         if end < table_end + need {
-            return Ok(Room::MoveTable);
+            return Ok(fallback);
         }
         // Nothing we cannot update may point into the block: the entry point, or address tags
         // other than the table pointers we relocate.
         let lo = elf.offset_to_vaddr(table_end, 1).unwrap_or(0);
         let hi = lo + (end - table_end);
         if elf.header.e_entry >= lo && elf.header.e_entry < hi {
-            return Ok(Room::MoveTable);
+            return Ok(fallback);
         }
         if let Some(dynamic) = &elf.dynamic {
             for x in dynamic.entries() {
                 if is_fixed_address_tag(x.tag) && x.val >= lo && x.val < hi {
-                    return Ok(Room::MoveTable);
+                    return Ok(fallback);
                 }
             }
         }
-        // A library no kernel loads (no PT_INTERP: the kernel reads the program headers of a
-        // program and of its interpreter only; glibc's loader reads a library's wherever
-        // e_phoff says and uses PT_PHDR's copy in memory) moves its table rather than a large
-        // block: the table is a few hundred bytes, the hash and symbol tables that follow it
-        // megabytes in a library with many exports, copied and written at every such edit.
-        if elf.interp.is_none() && end - table_end > LARGE_BLOCK {
-            return Ok(Room::MoveTable);
+        // A library with a PT_PHDR gives that entry to the new PT_LOAD rather than moving a
+        // large block: the hash and symbol tables that follow the table are megabytes in a
+        // library with many exports, copied and written at every such edit.
+        if end - table_end > LARGE_BLOCK {
+            if let Room::PhdrSlot(i) = fallback {
+                return Ok(Room::PhdrSlot(i));
+            }
         }
         Ok(Room::Block(Block {
             start: table_end,
             end,
             align: align.min(4096),
         }))
+    }
+
+    /// The index of the `PT_PHDR` entry a shared library can give up: the file has no
+    /// `PT_INTERP` (no kernel maps it as a program, so nothing reads `AT_PHDR` from it), names a
+    /// `DT_SONAME` or has no entry point (a static PIE program has neither), and has exactly one
+    /// `PT_PHDR`, which describes the table where `e_phoff` says it is.
+    fn library_phdr_slot(&self) -> Option<usize> {
+        let elf = self.elf;
+        if elf.header.e_type != elf::ET_DYN || elf.interp.is_some() {
+            return None;
+        }
+        if elf.soname().is_none() && elf.header.e_entry != 0 {
+            return None;
+        }
+        let mut phdrs = elf
+            .phdrs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.p_type == elf::PT_PHDR);
+        let (i, p) = phdrs.next()?;
+        (phdrs.next().is_none() && p.p_offset == elf.header.e_phoff).then_some(i)
     }
 
     /// Whether the entries `table` adds fit without a new segment: none, or zeros after the
@@ -468,10 +501,11 @@ mod tests {
     }
 
     #[test]
-    fn a_library_moves_its_table_rather_than_a_large_block() {
+    fn a_library_gives_up_its_pt_phdr_rather_than_move_a_large_block() {
         // .dynsym right after the table, 20,000 symbols: a 480 KB block.
         let mut program = Spec {
             first_after_phdrs: AfterPhdrs::Dynsym,
+            pt_phdr: true,
             ..Spec::default()
         };
         program
@@ -482,8 +516,22 @@ mod tests {
             soname: Some("libsynth.so.1".into()),
             ..program.clone()
         };
-        assert_eq!(room(&library), Room::MoveTable);
-        // A program keeps its table where the kernel reads it (pitfall 11): the block moves.
+        let phdr_index = elfsynth::layout(&library)
+            .unwrap()
+            .segments
+            .iter()
+            .position(|p| p.p_type == elf::PT_PHDR)
+            .unwrap();
+        assert_eq!(room(&library), Room::PhdrSlot(phdr_index));
+        // The table never moves away from where linkers put it when something else works:
+        // without a PT_PHDR to give up, the large block moves.
+        let no_phdr = Spec {
+            pt_phdr: false,
+            ..library.clone()
+        };
+        assert!(matches!(room(&no_phdr), Room::Block(b) if b.end - b.start > 64 << 10));
+        // A program keeps its table where the kernel reads it (pitfall 11), and its PT_PHDR
+        // (AT_PHDR): the block moves.
         assert!(matches!(room(&program), Room::Block(b) if b.end - b.start > 64 << 10));
         // A small block still moves in a library.
         let small = Spec {
@@ -491,6 +539,18 @@ mod tests {
             ..Spec::default()
         };
         assert!(matches!(room(&small), Room::Block(_)));
+    }
+
+    #[test]
+    fn a_library_with_nothing_movable_after_its_table_gives_up_its_pt_phdr() {
+        let spec = Spec {
+            interp: None,
+            soname: Some("libsynth.so.1".into()),
+            first_after_phdrs: AfterPhdrs::Text,
+            pt_phdr: true,
+            ..Spec::default()
+        };
+        assert!(matches!(room(&spec), Room::PhdrSlot(_)));
     }
 
     #[test]

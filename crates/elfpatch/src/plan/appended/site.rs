@@ -39,6 +39,8 @@ pub(in crate::plan) enum ItemKind {
     Dynamic,
     /// The resolution-cache note.
     Note,
+    /// Zeros the segment starts with, so that no other segment starts where it does.
+    Pad,
 }
 
 impl Item {
@@ -308,7 +310,7 @@ impl Planner<'_> {
     pub(in crate::plan) fn new_phnum(&self, mode: Mode, added: usize) -> usize {
         let n = self.elf.phdrs.len() + added;
         match mode {
-            Mode::New(Room::NullSlot(_)) | Mode::Extend(_) | Mode::None => n,
+            Mode::New(Room::NullSlot(_) | Room::PhdrSlot(_)) | Mode::Extend(_) | Mode::None => n,
             Mode::New(_) => n + 1,
         }
     }

@@ -1,0 +1,212 @@
+"""The tools that run on a file after elfpatch, and the invariant they must keep.
+
+A file is rarely edited last: nixpkgs' fixupPhase strips it (`strip -S`, `--strip-unneeded`,
+`-s`), separateDebugInfo runs objcopy, Debian's dh_strip and rpm's eu-strip do their own, LLVM
+toolchains use llvm-strip, and patchelf or elfpatch edit it again. Each post-processor below is
+applied to the edited file and, for comparison, to the unedited one. The edited file passes when,
+for every post-processor (docs/elfpatch.md, "After the edit: strip, objcopy and the rest"):
+
+- the tool succeeds wherever it succeeds on the unedited file, and prints nothing it does not
+  print there (binutils' `lma ... adjusted`, `can't be allocated in segment`, `not covered`);
+- its output loads and runs as the edited file did (the caller's `loads` says what that means);
+- eu-elflint has nothing to say of its output that it does not say of the same tool's output
+  on the unedited file;
+- elfpatch and patchelf 0.19.3 can edit its output again (a growing run path), and that loads.
+
+Used by run.py beside this file (the machine's files, large files, the cross matrix); standard
+library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cross"))
+import elfmini  # noqa: E402
+import harness  # noqa: E402
+from harness import clip, sh  # noqa: E402
+
+# What binutils prints when it had to move a section away from where its segment says it is:
+# the output then no longer matches its program headers.
+LAYOUT_WARNING = re.compile(r"adjusted to|can't be allocated|not covered|overlap|out of order",
+                            re.IGNORECASE)
+# Problems reported but not counted as breakage (see check()).
+NOTES = {"debugfile"}
+REEDIT_RUNPATH = "/nix/store/" + "r" * 32 + "-postproc-reedit/lib:" + "$ORIGIN/../postproc-" + "q" * 40
+
+
+def grow_args(path: str):
+    """The arguments of a growing run path edit of path that changes nothing the loader finds:
+    its run path with REEDIT_RUNPATH after it, RPATH kept an RPATH."""
+    try:
+        elf = elfmini.read(path)
+        runpath, rpath = elf.dyn_str("RUNPATH"), elf.dyn_str("RPATH")
+    except elfmini.ElfError:
+        runpath = rpath = None
+    current = runpath if runpath is not None else rpath
+    args = ["--set-rpath", (current + ":" if current else "") + REEDIT_RUNPATH]
+    if rpath is not None and runpath is None:
+        args.append("--force-rpath")
+    return args
+
+
+@dataclass(frozen=True)
+class PostProc:
+    """One post-processor: a name and the commands it runs on `{f}` (the file) with `{d}` (a
+    debug file beside it)."""
+
+    name: str
+    family: str
+    commands: tuple
+
+
+def _strip_family(prefix: str, family: str, strip: str, objcopy: str):
+    return [
+        PostProc(family + " strip -S", family, ((strip, "-S", "{f}"),)),
+        PostProc(family + " strip --strip-unneeded", family, ((strip, "--strip-unneeded", "{f}"),)),
+        PostProc(family + " strip -s", family, ((strip, "-s", "{f}"),)),
+        # Debian's dh_strip on a shared library.
+        PostProc(family + " dh_strip", family,
+                 ((strip, "--remove-section=.comment", "--remove-section=.note", "--strip-unneeded",
+                   "{f}"),)),
+        # nixpkgs' separateDebugInfo.
+        PostProc(family + " separate-debug-info", family,
+                 ((objcopy, "--only-keep-debug", "{f}", "{d}"),
+                  (objcopy, "--strip-debug", "--add-gnu-debuglink={d}", "{f}"))),
+    ]
+
+
+@dataclass
+class Tools:
+    """Where each post-processor's program is. `binutils_prefix` is the target's GNU binutils
+    (`aarch64-linux-gnu-`, or `` for the host's)."""
+
+    elfpatch: str
+    patchelf019: str | None
+    patchelf015: str | None
+    binutils_prefix: str = ""
+    llvm: bool = True
+    elfutils: bool = True
+    missing: list = field(default_factory=list)
+
+    def postprocessors(self):
+        out = []
+        p = self.binutils_prefix
+        if shutil.which(p + "strip") and shutil.which(p + "objcopy"):
+            out += _strip_family(p, "binutils", p + "strip", p + "objcopy")
+        else:
+            self.missing.append(p + "strip")
+        if self.elfutils and shutil.which("eu-strip"):
+            out.append(PostProc("elfutils eu-strip -f", "elfutils", (("eu-strip", "-f", "{d}", "{f}"),)))
+        elif self.elfutils:
+            self.missing.append("eu-strip")
+        if self.llvm and shutil.which("llvm-strip") and shutil.which("llvm-objcopy"):
+            out += _strip_family("", "llvm", "llvm-strip", "llvm-objcopy")
+        elif self.llvm:
+            self.missing.append("llvm-strip")
+        if self.patchelf015:
+            out.append(PostProc("patchelf-0.15.2 --shrink-rpath", "patchelf",
+                                ((self.patchelf015, "--shrink-rpath", "{f}"),)))
+            out.append(PostProc("patchelf-0.15.2 --set-rpath", "patchelf",
+                                ((self.patchelf015, "{grow}", "{f}"),)))
+        if self.patchelf019:
+            out.append(PostProc("patchelf-0.19.3 --set-rpath", "patchelf",
+                                ((self.patchelf019, "{grow}", "{f}"),)))
+        out.append(PostProc("elfpatch --set-rpath", "elfpatch", ((self.elfpatch, "{grow}", "{f}"),)))
+        return out
+
+
+def apply(pp: PostProc, src: str, workdir: str):
+    """pp on a copy of src in workdir/: (path of the result, exit status, what it printed about
+    the file, what it printed about the separate debug file), messages with the paths replaced
+    by FILE and DEBUG."""
+    os.makedirs(workdir, exist_ok=True)
+    f = os.path.join(workdir, os.path.basename(src))
+    shutil.copy2(src, f)
+    d = f + ".debug"
+    lines = []
+    debug_lines = []
+    for cmd in pp.commands:
+        cmd = [c.replace("{f}", f).replace("{d}", d) for c in cmd]
+        rc, out, err = sh(cmd, timeout=600)
+        # What `--only-keep-debug FILE DEBUG` says is about the debug file, which no loader maps.
+        to = debug_lines if "--only-keep-debug" in cmd else lines
+        for line in (err + out).splitlines():
+            line = line.replace(d, "DEBUG").replace(f, "FILE").strip()
+            if line:
+                to.append(line)
+        if rc != 0:
+            return f, rc, lines, debug_lines
+    return f, 0, lines, debug_lines
+
+
+def _norm(lines):
+    return {re.sub(r"0x[0-9a-f]+|\b\d+\b", "#", line) for line in lines}
+
+
+def check(pp: PostProc, orig: str, edited: str, workdir: str, loads, tools: Tools, elflint=True):
+    """The invariant for one post-processor on one edited file: a list of problems, each
+    (kind, message); empty when it holds. `loads(path)` says whether a file loads and runs as
+    `edited` did (None when it does, else why not)."""
+    probs = []
+    base_dir = os.path.join(workdir, "unedited")
+    got_dir = os.path.join(workdir, "edited")
+    base, brc, blines, _ = apply(pp, orig, base_dir)
+    got, rc, lines, debug_lines = apply(pp, edited, got_dir)
+    if rc != 0:
+        if brc == 0:
+            probs.append(("fails", "%s fails (exit %d) where it succeeds on the unedited file: %s"
+                          % (pp.name, rc, clip(" | ".join(lines), 300))))
+        return probs
+    if debug_lines:
+        # GNU objcopy --only-keep-debug lays out the debug file's program headers anew, with
+        # every allocated section but the notes turned to SHT_NOBITS; a note that follows such
+        # a section in an appended segment then draws "can't be allocated" for the debug file
+        # (patchelf's appended segments draw it too). Debuggers read the debug file's sections,
+        # which are right; no loader maps it. Reported, not a failure (docs/elfpatch.md).
+        probs.append(("debugfile", "%s, debug file: %s" % (pp.name, clip(" | ".join(debug_lines), 200))))
+    warned = [line for line in lines if LAYOUT_WARNING.search(line)]
+    new = sorted(_norm(lines) - _norm(blines))
+    if warned or new:
+        probs.append(("warns", "%s warns: %s" % (pp.name, clip(" | ".join(warned or new), 300))))
+    why = loads(got)
+    if why:
+        probs.append(("load", "after %s: %s" % (pp.name, why)))
+    if elflint and brc == 0 and harness.ELFLINT:
+        lint = harness.new_elflint(harness.elflint_messages(base), harness.elflint_messages(got))
+        if lint:
+            probs.append(("elflint", "after %s, eu-elflint: %s" % (pp.name, clip(" | ".join(lint), 300))))
+    if pp.family != "patchelf" or pp.name.endswith("--shrink-rpath"):
+        for ed_name, ed in (("elfpatch", tools.elfpatch), ("patchelf 0.19.3", tools.patchelf019)):
+            if not ed:
+                continue
+            probs += _reedit(pp, ed_name, ed, base if brc == 0 else None, got, workdir, loads)
+    return probs
+
+
+def _reedit(pp, ed_name, ed, base, got, workdir, loads):
+    """An editor grows the run path of the post-processed file: it must succeed (where it does on
+    the unedited file's post-processed copy) and the result must load."""
+    d = os.path.join(workdir, "reedit-" + ed_name.split()[0])
+    os.makedirs(d, exist_ok=True)
+    f = os.path.join(d, os.path.basename(got))
+    shutil.copy2(got, f)
+    rc, out, err = sh([ed] + grow_args(f) + [f], timeout=600)
+    if rc != 0:
+        if base is not None:
+            b = os.path.join(d, "base-" + os.path.basename(base))
+            shutil.copy2(base, b)
+            brc, _, _ = sh([ed] + grow_args(b) + [b], timeout=600)
+            if brc != 0:
+                return []
+        return [("reedit", "%s cannot edit the output of %s (exit %d): %s"
+                 % (ed_name, pp.name, rc, clip((err or out).replace(f, "FILE"), 200)))]
+    why = loads(f)
+    if why:
+        return [("reedit", "%s's edit of the output of %s: %s" % (ed_name, pp.name, why))]
+    return []
