@@ -136,6 +136,17 @@ suite_cross_prior() {
   python3 tests/cross/prior.py --prior 0.15.2,0.17.2 --arch x86_64 --arch aarch64 --arch ppc64 --arch mips \
     --variant default --variant mold --require-all --lenient-elflint
 }
+# Every output survives the tools that run after it (tests/postproc/README.md): the machine's
+# files (a growing RUNPATH edit, then every post-processor), libLLVM and a 100,000-symbol library,
+# and the cross matrix's edits under qemu on three architectures (both byte orders, 32 and 64
+# bits) and three linkers; all nine architectures and every variant is the longer run.
+: "${POSTPROC_LIMIT:=150}"
+suite_postproc() {
+  python3 tests/postproc/run.py sweep --limit "$POSTPROC_LIMIT" --no-elflint --require-all &&
+    python3 tests/postproc/run.py large --no-elflint --require-all &&
+    tests/cross/run.sh --editor elfpatch --postproc --require-all \
+      --arch x86_64 --arch aarch64 --arch mips --variant default --variant lld --variant mold
+}
 suite_sweep() {
   python3 tests/sweep/sweep.py --editor both --limit "$SWEEP_LIMIT" &&
     python3 tests/sweep/differential.py --limit "$SWEEP_LIMIT"
@@ -144,7 +155,19 @@ suite_sweep() {
 # under /usr/lib, /usr/bin, /usr/sbin and /usr/libexec x the six print options, and 300 of them x
 # seven edits, against patchelf 0.19.3; a difference passes only where the suite names patchelf
 # wrong.
-suite_parity() { python3 tests/sweep/parity.py --min-files 2000 --edit-limit 300; }
+# Then the same harnesses on files named as the harnesses name their own directories: whatever
+# the machine holds, no file name may collide with them.
+suite_parity() {
+  local names status=0
+  python3 tests/sweep/parity.py --min-files 2000 --edit-limit 300 || status=1
+  names=$(mktemp -d)
+  for n in patchelf elfpatch input out-patchelf out-elfpatch orig grown; do cp /bin/true "$names/$n"; done
+  python3 tests/sweep/parity.py --roots "$names" --edit-limit 10 &&
+    python3 tests/sweep/differential.py --roots "$names" --limit 10 &&
+    python3 tests/postproc/run.py sweep --roots "$names" --limit 10 --only 'binutils strip -S' || status=1
+  rm -rf "$names"
+  return "$status"
+}
 # Real files auditwheel's patchelf rewrote: the pinned wheels from PyPI (tests/sweep/README.md),
 # without NVIDIA's (700 MB), a sample of WHEELS_LIMIT files.
 : "${WHEELS_LIMIT:=40}"
@@ -183,7 +206,7 @@ suite_bench_smoke() {
     python3 bench/growth_bench.py --symbols 2000 --real 20 --real-max-size 32M --report-only
 }
 
-all=(rust crates hook nix package cross cross_prior sweep parity wheels patchelf_tests release auditwheel maturin demo bench_smoke manpages readme_paths)
+all=(rust crates hook nix package cross cross_prior postproc sweep parity wheels patchelf_tests release auditwheel maturin demo bench_smoke manpages readme_paths)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

@@ -94,10 +94,12 @@ def describe(a, b, name_a, name_b):
 def diff_file(task):
     path, idx, workdir, (na, pa), (nb, pb), timeout = task
     d = os.path.join(workdir, "f%06d" % idx)
-    os.makedirs(d)
+    # The file one directory down (input/), so that no file name collides with the
+    # directories made for each tool's copies.
+    os.makedirs(os.path.join(d, "input"))
     name = os.path.basename(path)
     res = {"file": path, "ops": {}}
-    orig = os.path.join(d, name)
+    orig = os.path.join(d, "input", name)
     try:
         shutil.copy2(path, orig)
         elf = elfmini.read(orig)

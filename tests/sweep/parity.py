@@ -264,8 +264,10 @@ def edit_outcome(exe, args, target, timeout):
 def edit_task(task):
     path, idx, workdir, tools, timeout, native = task
     d = os.path.join(workdir, "e%05d" % idx)
-    os.makedirs(d)
-    original = os.path.join(d, os.path.basename(path))
+    # The sampled file and each tool's copy live one directory down, in directories named by
+    # the harness: a file called `patchelf` or `elfpatch` can never collide with them.
+    os.makedirs(os.path.join(d, "input"))
+    original = os.path.join(d, "input", os.path.basename(path))
     shutil.copy2(path, original)
     recs = []
     try:
@@ -285,7 +287,7 @@ def edit_task(task):
             rec = {"file": path, "what": op, "command": " ".join(args)}
             outs = {}
             for name, exe in tools:
-                target = os.path.join(d, name, os.path.basename(path))
+                target = os.path.join(d, "out-" + name, os.path.basename(path))
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 shutil.copy2(original, target)
                 outs[name] = edit_outcome(exe, args, target, timeout)
