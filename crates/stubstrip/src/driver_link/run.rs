@@ -19,13 +19,23 @@ use super::plan::{
 use super::{base, lossy, DriverFs, DriverLinkConfig, DriverLinkError, Entry, IoFailure, TMPFILES};
 use crate::printout::Printout;
 
+/// Where a path of the modelled system is on the disk: its parent through the root's symlinks,
+/// its last component as it is. Every change goes through this: a link made under `--root`
+/// points at a path inside the root, and following it from the host would reach the host's
+/// file of that name, or the root's library itself.
+fn host_of(fs: &HostFs, path: &[u8]) -> io::Result<PathBuf> {
+    let parent = fs.host_path(&dirname(path))?;
+    Ok(if path == b"/" {
+        parent
+    } else {
+        parent.join(OsStr::from_bytes(base(path)))
+    })
+}
+
 impl DriverFs for HostFs {
     fn lstat(&self, path: &[u8]) -> Entry {
-        // The parent through the root's symlinks, the last component as it is.
-        let host = match self.host_path(&dirname(path)) {
-            Ok(p) if path != b"/" => p.join(OsStr::from_bytes(base(path))),
-            Ok(p) => p,
-            Err(_) => return Entry::Other,
+        let Ok(host) = host_of(self, path) else {
+            return Entry::Other;
         };
         match std::fs::symlink_metadata(&host) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Entry::Missing,
@@ -61,7 +71,7 @@ impl DriverFs for HostFs {
 
 /// Where a path of the modelled system is on the disk.
 fn host(fs: &HostFs, path: &[u8], op: &'static str) -> Result<PathBuf, IoFailure> {
-    fs.host_path(path).map_err(|source| IoFailure::Write {
+    host_of(fs, path).map_err(|source| IoFailure::Write {
         op,
         path: lossy(path),
         source,
