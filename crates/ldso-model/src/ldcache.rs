@@ -360,7 +360,6 @@ pub fn build(entries: &[(i32, &str, &str, u64)]) -> Vec<u8> {
 mod tests {
     use super::*;
 
-
     /// Names over an alphabet of digits (leading zeros, long runs that saturate) and a few other
     /// bytes: two names have equal keys exactly when `libcmp_eq` calls them equal, and the
     /// indexed lookup visits the entries a comparison with every entry would.

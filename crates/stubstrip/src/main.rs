@@ -239,10 +239,16 @@ fn run_driver_link(a: DriverLinkArgs) -> ExitCode {
         ("--driver-link-32", &a.driver_link_32),
     ] {
         if let Some(why) = rule::absolute_normal_problem(dir.as_bytes()) {
-            return usage_error("driver-link", UsageError::DriverLinkDir(what, dir.clone(), why));
+            return usage_error(
+                "driver-link",
+                UsageError::DriverLinkDir(what, dir.clone(), why),
+            );
         }
         if dir == "/" {
-            return usage_error("driver-link", UsageError::DriverLinkDir(what, dir.clone(), "is /"));
+            return usage_error(
+                "driver-link",
+                UsageError::DriverLinkDir(what, dir.clone(), "is /"),
+            );
         }
     }
     if a.driver_link == a.driver_link_32 {

@@ -156,12 +156,7 @@ pub fn tegra_version(text: &str) -> Option<String> {
         let n = w.strip_prefix('R')?;
         (!n.is_empty() && n.bytes().all(|c| c.is_ascii_digit())).then_some(n)
     })?;
-    let revision = line
-        .split("REVISION:")
-        .nth(1)?
-        .split(',')
-        .next()?
-        .trim();
+    let revision = line.split("REVISION:").nth(1)?.split(',').next()?.trim();
     Some(format!("{release}.{revision}"))
 }
 
@@ -344,14 +339,13 @@ pub fn discover(fs: &dyn DriverFs) -> Result<Driver, Refusal> {
         from,
         notes,
     };
-    let own_dir = |dir: &[u8], version: Option<String>, from: VersionFrom, notes: Vec<String>| {
-        Driver {
+    let own_dir =
+        |dir: &[u8], version: Option<String>, from: VersionFrom, notes: Vec<String>| Driver {
             libs: directory_libs(fs, dir),
             version,
             from,
             notes,
-        }
-    };
+        };
     match kernel {
         Some(k) if versions.contains_key(&k) => Ok(versioned(k, VersionFrom::KernelModule, notes)),
         // Jetson with NVIDIA's open kernel module: the module's version, the tegra directory.
@@ -520,14 +514,38 @@ pub mod tests {
         assert_eq!(d.location(), "/usr/lib/x86_64-linux-gnu");
         let x = "/usr/lib/x86_64-linux-gnu";
         let want: Vec<(String, String, bool)> = vec![
-            ("libcuda.so", "/usr/lib/i386-linux-gnu/libcuda.so.550.54.14".into(), true),
+            (
+                "libcuda.so",
+                "/usr/lib/i386-linux-gnu/libcuda.so.550.54.14".into(),
+                true,
+            ),
             ("libcuda.so", format!("{x}/libcuda.so.550.54.14"), false),
-            ("libcuda.so.1", "/usr/lib/i386-linux-gnu/libcuda.so.550.54.14".into(), true),
+            (
+                "libcuda.so.1",
+                "/usr/lib/i386-linux-gnu/libcuda.so.550.54.14".into(),
+                true,
+            ),
             ("libcuda.so.1", format!("{x}/libcuda.so.550.54.14"), false),
-            ("libnvidia-glcore.so.550.54.14", format!("{x}/libnvidia-glcore.so.550.54.14"), false),
-            ("libnvidia-ml.so.1", format!("{x}/libnvidia-ml.so.550.54.14"), false),
-            ("libnvidia-nvvm.so.4", format!("{x}/libnvidia-nvvm.so.550.54.14"), false),
-            ("libnvidia-ptxjitcompiler.so.1", format!("{x}/libnvidia-ptxjitcompiler.so.550.54.14"), false),
+            (
+                "libnvidia-glcore.so.550.54.14",
+                format!("{x}/libnvidia-glcore.so.550.54.14"),
+                false,
+            ),
+            (
+                "libnvidia-ml.so.1",
+                format!("{x}/libnvidia-ml.so.550.54.14"),
+                false,
+            ),
+            (
+                "libnvidia-nvvm.so.4",
+                format!("{x}/libnvidia-nvvm.so.550.54.14"),
+                false,
+            ),
+            (
+                "libnvidia-ptxjitcompiler.so.1",
+                format!("{x}/libnvidia-ptxjitcompiler.so.550.54.14"),
+                false,
+            ),
         ]
         .into_iter()
         .map(|(a, b, c)| (a.to_string(), b, c))
@@ -595,7 +613,10 @@ pub mod tests {
         for n in ["libcuda.so", "libcuda.so.1", "libcuda.so.1.1"] {
             fs.lib(&format!("{WSL_DIR}/{n}"), so("libcuda.so.1"));
         }
-        fs.lib(&format!("{WSL_DIR}/libnvidia-ml.so.1"), so("libnvidia-ml.so.1"));
+        fs.lib(
+            &format!("{WSL_DIR}/libnvidia-ml.so.1"),
+            so("libnvidia-ml.so.1"),
+        );
         fs.lib(&format!("{WSL_DIR}/libdxcore.so"), ElfInfo::default());
         fs.data(&format!("{WSL_DIR}/nvidia-smi"), b"\x7fELF");
         let d = discover(&fs).unwrap();
@@ -609,7 +630,11 @@ pub mod tests {
                 ("libcuda.so".into(), format!("{w}/libcuda.so.1"), false),
                 ("libcuda.so.1".into(), format!("{w}/libcuda.so.1"), false),
                 ("libdxcore.so".into(), format!("{w}/libdxcore.so"), false),
-                ("libnvidia-ml.so.1".into(), format!("{w}/libnvidia-ml.so.1"), false),
+                (
+                    "libnvidia-ml.so.1".into(),
+                    format!("{w}/libnvidia-ml.so.1"),
+                    false
+                ),
             ]
         );
     }
@@ -618,7 +643,12 @@ pub mod tests {
     fn jetson_tegra_directory_and_its_release_file() {
         let mut fs = MemFs::default();
         let t = TEGRA_DIRS[0];
-        fs.elf(&format!("{t}/libcuda.so.1.1"), 2, EM_AARCH64, so("libcuda.so.1"));
+        fs.elf(
+            &format!("{t}/libcuda.so.1.1"),
+            2,
+            EM_AARCH64,
+            so("libcuda.so.1"),
+        );
         fs.link(&format!("{t}/libcuda.so.1"), "libcuda.so.1.1");
         fs.elf(
             &format!("{t}/libnvidia-ptxjitcompiler.so.35.4.1"),
@@ -626,7 +656,12 @@ pub mod tests {
             EM_AARCH64,
             so("libnvidia-ptxjitcompiler.so.1"),
         );
-        fs.elf(&format!("{t}/libnvrm_gpu.so"), 2, EM_AARCH64, so("libnvrm_gpu.so"));
+        fs.elf(
+            &format!("{t}/libnvrm_gpu.so"),
+            2,
+            EM_AARCH64,
+            so("libnvrm_gpu.so"),
+        );
         fs.data(
             TEGRA_RELEASE,
             b"# R35 (release), REVISION: 4.1, GCID: 33958178, BOARD: t186ref, EABI: aarch64\n",
@@ -638,7 +673,12 @@ pub mod tests {
         let n: Vec<String> = names(&d).into_iter().map(|x| x.0).collect();
         assert_eq!(
             n,
-            ["libcuda.so", "libcuda.so.1", "libnvidia-ptxjitcompiler.so.1", "libnvrm_gpu.so"]
+            [
+                "libcuda.so",
+                "libcuda.so.1",
+                "libnvidia-ptxjitcompiler.so.1",
+                "libnvrm_gpu.so"
+            ]
         );
     }
 
@@ -675,7 +715,11 @@ pub mod tests {
         install(&mut fs, "/usr/lib64", "535.183.01");
         let d = discover(&fs).unwrap();
         assert_eq!(d.from, VersionFrom::OnlyInstalled);
-        assert!(d.notes[0].contains("no kernel module is loaded"), "{:?}", d.notes);
+        assert!(
+            d.notes[0].contains("no kernel module is loaded"),
+            "{:?}",
+            d.notes
+        );
     }
 
     #[test]

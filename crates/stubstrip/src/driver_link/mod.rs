@@ -86,9 +86,7 @@ pub trait DriverFs: FsView {
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum Refusal {
     /// NixOS makes its own driver link.
-    #[error(
-        "this is NixOS ({0} exists): NixOS makes its driver link itself (hardware.graphics)"
-    )]
+    #[error("this is NixOS ({0} exists): NixOS makes its driver link itself (hardware.graphics)")]
     NixOs(String),
     /// No driver anywhere.
     #[error(
@@ -141,7 +139,9 @@ pub enum Refusal {
         names: String,
     },
     /// The driver link (or its parent) is not a directory this command could have made.
-    #[error("{path} is {what}, not a directory this command made; move it away, then run this again")]
+    #[error(
+        "{path} is {what}, not a directory this command made; move it away, then run this again"
+    )]
     NotOurDirectory {
         /// The path.
         path: String,

@@ -8,9 +8,7 @@ use std::fmt::Write as _;
 use ldso_model::fsview::{dirname, Bytes};
 
 use super::discover::{join, Driver};
-use super::{
-    base, is_ours, lossy, DriverFs, DriverLinkError, Entry, IoFailure, Refusal, TMPFILES,
-};
+use super::{base, is_ours, lossy, DriverFs, DriverLinkError, Entry, IoFailure, Refusal, TMPFILES};
 
 /// The prefix of the temporary link made next to a link before it is renamed over it (so that
 /// a link is replaced at once, never missing): left behind only by a crash, and removed by the
@@ -94,7 +92,13 @@ impl Plan {
         self.dirs
             .iter()
             .all(|d| !d.create && d.steps.iter().all(|s| s.action == Action::Keep))
-            && !matches!(self.persist, Persist::Write { unchanged: false, .. })
+            && !matches!(
+                self.persist,
+                Persist::Write {
+                    unchanged: false,
+                    ..
+                }
+            )
     }
 }
 
@@ -240,7 +244,11 @@ pub fn tmpfiles_text(driver: &Driver, dirs: &[DirPlan]) -> String {
     for d in dirs {
         let _ = writeln!(t, "d {} 0755 root root -", lossy(&dirname(&d.dir)));
         let _ = writeln!(t, "d {} 0755 root root -", lossy(&d.dir));
-        for s in d.steps.iter().filter(|s| !matches!(s.action, Action::Remove(_))) {
+        for s in d
+            .steps
+            .iter()
+            .filter(|s| !matches!(s.action, Action::Remove(_)))
+        {
             let _ = writeln!(
                 t,
                 "L+ {} - - - - {}",
@@ -359,9 +367,8 @@ pub fn plan_remove(fs: &dyn DriverFs, links: &[&[u8]]) -> Result<RemovePlan, Dri
         }
         r.rmdir = r.left.is_empty();
         let parent = dirname(dir);
-        r.rmdir_parent = r.rmdir
-            && fs.list(&parent).is_ok_and(|n| n == [base(dir).to_vec()])
-            && parent != b"/";
+        r.rmdir_parent =
+            r.rmdir && fs.list(&parent).is_ok_and(|n| n == [base(dir).to_vec()]) && parent != b"/";
         dirs.push(r);
     }
     Ok(RemovePlan {
@@ -451,7 +458,9 @@ pub fn render_plan(p: &Plan, dry_run: bool) -> String {
     }
     match &p.persist {
         Persist::No => {}
-        Persist::Write { unchanged: true, .. } => {
+        Persist::Write {
+            unchanged: true, ..
+        } => {
             let _ = writeln!(o, "{TMPFILES}: up to date");
         }
         Persist::Write { .. } => {
@@ -672,7 +681,10 @@ mod tests {
         let mut fs = ubuntu("550.54.14");
         fs.link("/run/opengl-driver", "/nix/store/0123-graphics-drivers");
         let e = plan_of(&fs, false).unwrap_err();
-        assert!(e.to_string().contains("/run/opengl-driver is a symlink"), "{e}");
+        assert!(
+            e.to_string().contains("/run/opengl-driver is a symlink"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -688,7 +700,10 @@ mod tests {
         };
         assert!(!unchanged);
         assert!(text.starts_with(TMPFILES_HEADER));
-        assert!(text.contains("\nd /run/opengl-driver 0755 root root -\n"), "{text}");
+        assert!(
+            text.contains("\nd /run/opengl-driver 0755 root root -\n"),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "\nL+ /run/opengl-driver/lib/libcuda.so - - - - \
@@ -703,7 +718,10 @@ mod tests {
         assert!(unchanged);
         fs.data(super::super::TMPFILES, b"L /run/x - - - - /y\n");
         let e = plan_of(&fs, true).unwrap_err();
-        assert!(matches!(e, DriverLinkError::Refused(Refusal::ForeignTmpfiles(_))));
+        assert!(matches!(
+            e,
+            DriverLinkError::Refused(Refusal::ForeignTmpfiles(_))
+        ));
     }
 
     #[test]
@@ -720,6 +738,8 @@ mod tests {
         let r = plan_remove(&fs, &[L64, L32]).unwrap();
         assert!(!r.dirs[0].rmdir);
         assert_eq!(r.dirs[0].left, vec![b"mine".to_vec()]);
-        assert!(render_remove(&r, false).contains("kept, with what this command did not make: mine"));
+        assert!(
+            render_remove(&r, false).contains("kept, with what this command did not make: mine")
+        );
     }
 }

@@ -142,7 +142,9 @@ pub fn apply(fs: &HostFs, p: &Plan) -> Result<(), IoFailure> {
 pub fn apply_remove(fs: &HostFs, p: &RemovePlan) -> Result<(), IoFailure> {
     for d in &p.dirs {
         for (name, _) in &d.links {
-            act(fs, &join(&d.dir, name), "remove", |h| std::fs::remove_file(h))?;
+            act(fs, &join(&d.dir, name), "remove", |h| {
+                std::fs::remove_file(h)
+            })?;
         }
         if d.rmdir {
             act(fs, &d.dir, "remove", |h| std::fs::remove_dir(h))?;
@@ -152,7 +154,9 @@ pub fn apply_remove(fs: &HostFs, p: &RemovePlan) -> Result<(), IoFailure> {
         }
     }
     if p.tmpfiles {
-        act(fs, TMPFILES.as_bytes(), "remove", |h| std::fs::remove_file(h))?;
+        act(fs, TMPFILES.as_bytes(), "remove", |h| {
+            std::fs::remove_file(h)
+        })?;
     }
     Ok(())
 }
