@@ -272,3 +272,50 @@ fn a_driver_link_that_is_not_an_absolute_directory_is_a_usage_error() {
          driver-link --help)\n"
     );
 }
+
+#[test]
+fn explain_names_the_missing_driver_link_and_the_driver_that_makes_it() {
+    if !can_build() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let libs = libs(t.path());
+    let root = t.path().join("root");
+    install(&libs, &root, "/usr/local/nvidia/lib64", "580.159.04");
+    kernel(&root, "580.159.04");
+    let app = program(
+        &root.join("opt/bin/app"),
+        "int cuInit(int); int main(void) { return cuInit(0); }\n",
+        &[
+            libs.join("libcuda.so.1").to_str().unwrap(),
+            "-Wl,--enable-new-dtags,-rpath,/run/opengl-driver/lib",
+        ],
+    );
+    let explain = || {
+        let out = stubstrip()
+            .arg("explain")
+            .arg("--root")
+            .arg(&root)
+            .arg(&app)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = explain();
+    assert!(
+        before.contains(
+            "libcuda.so.1 for app => NOT FOUND: the driver link is missing on this machine; `stubstrip driver-link` creates it from driver 580.159.04 found at \
+             /usr/local/nvidia/lib64\n"
+        ),
+        "{before}"
+    );
+    assert_eq!(driver_link(&root, &[]).0, 0);
+    let after = explain();
+    assert!(
+        after.contains(
+            "libcuda.so.1 for app => /run/opengl-driver/lib/libcuda.so.1: found in its RUNPATH \
+             (the driver link)\n"
+        ),
+        "{after}"
+    );
+}

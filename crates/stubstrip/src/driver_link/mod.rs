@@ -206,6 +206,30 @@ impl DriverLinkError {
     }
 }
 
+/// What `explain` says of a driver library found nowhere, on a machine whose driver link
+/// ([`crate::driver::RUNTIME_DIRS`]) is missing while a driver is installed: that the link is
+/// what is missing, and what makes it (or why it cannot yet). `None` where the link exists, on
+/// NixOS, or with no driver (a builder: `explain`'s own words stand).
+pub fn explain_hint(fs: &dyn DriverFs) -> Option<String> {
+    let link = crate::driver::RUNTIME_DIRS[0];
+    if fs.lstat(link.as_bytes()) != Entry::Missing {
+        return None;
+    }
+    match discover::discover(fs) {
+        Ok(d) => Some(format!(
+            "the driver link is missing on this machine; `stubstrip driver-link` creates it from \
+             {} found at {}",
+            d.name(),
+            d.location()
+        )),
+        Err(e @ (Refusal::Mismatch { .. } | Refusal::TwoVersions { .. })) => Some(format!(
+            "the driver link is missing on this machine, and `stubstrip driver-link` cannot \
+             create it yet: {e}"
+        )),
+        Err(_) => None,
+    }
+}
+
 /// `path` as text, for messages.
 pub fn lossy(path: &[u8]) -> String {
     String::from_utf8_lossy(path).into_owned()
@@ -317,5 +341,28 @@ mod tests {
         assert_eq!(library_of(b"libcudart.so.13"), Some(&b"libcudart.so"[..]));
         assert_eq!(library_of(b"libcuda.sox"), None);
         assert_eq!(library_of(b"cuda.so"), None);
+    }
+
+    #[test]
+    fn explain_hears_of_the_missing_link_only_where_a_driver_is_installed() {
+        use discover::tests::{install, proc_line};
+        use ldso_model::memfs::MemFs;
+        let mut fs = MemFs::default();
+        assert_eq!(explain_hint(&fs), None, "a builder without a driver");
+        install(&mut fs, "/usr/lib64", "550.54.14");
+        fs.data(discover::PROC_VERSION, proc_line("550.54.14").as_bytes());
+        assert_eq!(
+            explain_hint(&fs).as_deref(),
+            Some(
+                "the driver link is missing on this machine; `stubstrip driver-link` creates it \
+                 from driver 550.54.14 found at /usr/lib64"
+            )
+        );
+        fs.data(discover::PROC_VERSION, proc_line("550.67").as_bytes());
+        assert!(explain_hint(&fs)
+            .unwrap()
+            .contains("cannot create it yet: driver/library version mismatch"));
+        fs.dir("/run/opengl-driver/lib");
+        assert_eq!(explain_hint(&fs), None, "the link is there");
     }
 }
