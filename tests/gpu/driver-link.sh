@@ -8,9 +8,12 @@
 #    (tests/nixpkgs/real-cuda/driver-api.c and runtime-api.c) as a Nix build leaves them after our
 #    hook: linked against NVIDIA's stub, RUNPATH the driver link and store-shaped directories
 #    ($W/nix/store/...-glibc, the host's libc; ...-cuda_cudart, a copy of libcudart), no stub
-#    entry, and -z nodefaultlib (DF_1_NODEFLIB), so that, as with Nix's own loader, neither the host's ld.so.cache nor
-#    its default directories find libcuda.so.1 for them (the Nix-built bundle of
-#    tests/gpu/real-cuda.sh is not at hand, and the machine has no Nix);
+#    entry, and -z nodefaultlib (DF_1_NODEFLIB: the default directories are not searched for
+#    their libraries). They run under the host's loader with --inhibit-cache, so that, as for Nix's
+#    own loader, neither the host's ld.so.cache nor its default directories find libcuda.so.1 for
+#    them (NODEFLIB alone still takes a cache entry outside the default directories, such as
+#    /usr/local/nvidia/lib64). The Nix-built bundle of tests/gpu/real-cuda.sh is not at hand, and
+#    the machine has no Nix;
 # 2. before `driver-link`: both fail with the loader's "libcuda.so.1: cannot open shared object
 #    file", `stubstrip explain` says the driver link is missing and which driver makes it, and a
 #    Triton-style link at run time (`cc ... -L/run/opengl-driver/lib -lcuda`, with no default
@@ -144,11 +147,13 @@ jit_link() {
 }
 
 # run PROGRAM...: its output (indented) and the libcuda.so.1 the loader took; sets said, status.
+# The host's loader, without its cache (as Nix's loader, which reads none of the host's).
+LDSO=/lib64/ld-linux-x86-64.so.2
 run() {
   status=0
-  said=$(env -u LD_LIBRARY_PATH "$@" 2>&1) || status=$?
+  said=$(env -u LD_LIBRARY_PATH "$LDSO" --inhibit-cache "$@" 2>&1) || status=$?
   printf '%s\n' "$said" | hide
-  echo "    | exit status $status; libcuda.so.1 from: $(env -u LD_LIBRARY_PATH LD_DEBUG=libs "$@" 2>&1 |
+  echo "    | exit status $status; libcuda.so.1 from: $(env -u LD_LIBRARY_PATH LD_DEBUG=libs "$LDSO" --inhibit-cache "$@" 2>&1 |
     sed -n 's/.*calling init: \(.*libcuda\.so[^ ]*\).*/\1/p' | head -1 | sed "s|$W|\$W|g")"
 }
 loaderCannotOpen() { [[ $status == 127 && $said == *"libcuda.so.1: cannot open shared object file"* ]]; }
@@ -160,7 +165,17 @@ listing() { find "$DL" -mindepth 1 -printf '%f %l\n' 2>/dev/null | sort; }
 ######################################################################
 section "before: no driver link"
 check "$DL does not exist" test ! -e "$DL"
-explained=$("$STUBSTRIP" explain "$bin/driver-api" 2>&1)
+# explain, with the host's cache hidden (in the namespace) as for the runs.
+explain() {
+  if [[ $DRIVER_LINK_NS == 1 ]]; then
+    : >"$W/no-cache"
+    mount --bind "$W/no-cache" /etc/ld.so.cache && "$STUBSTRIP" explain "$@" 2>&1
+    umount /etc/ld.so.cache
+  else
+    "$STUBSTRIP" explain "$@" 2>&1
+  fi
+}
+explained=$(explain "$bin/driver-api")
 printf '%s\n' "$explained" | head -3 | hide
 if [[ $DRIVER_LINK_NS == 1 ]]; then
   check "explain: the driver link is missing on this machine, and driver-link makes it from the driver" \
@@ -208,7 +223,7 @@ printf '%s\n' "$linked" | hide
 check "after, Triton-style link -L$DL -lcuda: links (libcuda.so in the driver link)" test "$linkStatus" == 0 -a -e "$W/libprobe.so"
 run "$W/triton-run" "$W/libprobe.so"
 check "after, the run-time-linked library finds the GPU (count=1)" test "$status" == 0 -a -n "$(grep count=1 <<<"$said")"
-explained=$("$STUBSTRIP" explain "$bin/driver-api" 2>&1)
+explained=$(explain "$bin/driver-api")
 printf '%s\n' "$explained" | head -2 | hide
 check "explain: libcuda.so.1 found in the driver link" grep -q "=> $DL/libcuda.so.1: found in its RUNPATH" <<<"$explained"
 
