@@ -177,8 +177,9 @@ fn search_dirs(fs: &dyn DriverFs, notes: &mut Vec<String>) -> Vec<Bytes> {
             dirs.push(d);
         }
     };
-    match fs.read_small(LD_SO_CACHE.as_bytes()) {
-        Ok(bytes) => match LdCache::parse(&bytes, false) {
+    // A container or a minimal image may have no cache: the fixed places still count.
+    if let Ok(bytes) = fs.read_small(LD_SO_CACHE.as_bytes()) {
+        match LdCache::parse(&bytes, false) {
             Ok(cache) => {
                 for e in cache.entries() {
                     let key = lossy(&e.key);
@@ -192,9 +193,7 @@ fn search_dirs(fs: &dyn DriverFs, notes: &mut Vec<String>) -> Vec<Bytes> {
                 }
             }
             Err(e) => notes.push(format!("{LD_SO_CACHE} not read: {e}")),
-        },
-        // A container or a minimal image may have none: the fixed places still count.
-        Err(_) => {}
+        }
     }
     for d in LIBRARY_DIRS {
         add(d.as_bytes().to_vec());
