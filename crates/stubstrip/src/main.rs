@@ -10,7 +10,9 @@
 //! - [`fixup`] is what the setup hook runs: fix, check, audit, the check-time fallback and the
 //!   check libraries for the consumers, with the hook's policy;
 //! - [`explain`] and [`audit`] stand on the loader model of the `ldso-model` crate and share
-//!   [`driver`].
+//!   [`driver`];
+//! - [`driver_link`] makes the driver link from the running driver on a machine that is not
+//!   NixOS.
 
 mod audit;
 mod census;
