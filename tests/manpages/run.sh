@@ -86,7 +86,7 @@ if "$S" --generate-man >"$WORK/stubstrip-man/stubstrip.1" 2>"$WORK/err" && [[ -s
   check_pages stubstrip "$WORK/stubstrip-man"
   # The one page holds every subcommand, and the synopses name their arguments' values.
   page=$(MANWIDTH=80 man -l "$WORK/stubstrip-man/stubstrip.1" 2>/dev/null)
-  for sub in fix check fixup explain audit; do
+  for sub in fix check fixup explain audit driver-link; do
     grep -q "^   stubstrip $sub\$" <<<"$page" || fail "stubstrip.1 has a section for stubstrip $sub"
   done
   grep -q -- '--jobs N' <<<"$page" || fail "stubstrip.1's synopsis names the value of --jobs"

@@ -323,40 +323,42 @@ pub fn libcmp_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// A new-format cache (`glibc-ld.so.cache1.1`, little-endian) of (flags, key, value, hwcap)
+/// entries, in the order given: what ldconfig writes, for tests of tools that read one from a
+/// model file system.
+pub fn build(entries: &[(i32, &str, &str, u64)]) -> Vec<u8> {
+    let mut strings = Vec::new();
+    let base = NEW_HEADER + entries.len() * NEW_ENTRY;
+    let mut offs = Vec::new();
+    for (_, k, v, _) in entries {
+        let ko = base + strings.len();
+        strings.extend_from_slice(k.as_bytes());
+        strings.push(0);
+        let vo = base + strings.len();
+        strings.extend_from_slice(v.as_bytes());
+        strings.push(0);
+        offs.push((ko as u32, vo as u32));
+    }
+    let mut b = Vec::new();
+    b.extend_from_slice(NEW_MAGIC);
+    b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    b.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    b.extend_from_slice(&[2, 0, 0, 0]);
+    b.extend_from_slice(&[0; 16]);
+    for ((f, _, _, h), (ko, vo)) in entries.iter().zip(&offs) {
+        b.extend_from_slice(&f.to_le_bytes());
+        b.extend_from_slice(&ko.to_le_bytes());
+        b.extend_from_slice(&vo.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&h.to_le_bytes());
+    }
+    b.extend_from_slice(&strings);
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Builds a new-format cache from (flags, key, value, hwcap) entries.
-    pub fn build(entries: &[(i32, &str, &str, u64)]) -> Vec<u8> {
-        let mut strings = Vec::new();
-        let base = NEW_HEADER + entries.len() * NEW_ENTRY;
-        let mut offs = Vec::new();
-        for (_, k, v, _) in entries {
-            let ko = base + strings.len();
-            strings.extend_from_slice(k.as_bytes());
-            strings.push(0);
-            let vo = base + strings.len();
-            strings.extend_from_slice(v.as_bytes());
-            strings.push(0);
-            offs.push((ko as u32, vo as u32));
-        }
-        let mut b = Vec::new();
-        b.extend_from_slice(NEW_MAGIC);
-        b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(strings.len() as u32).to_le_bytes());
-        b.extend_from_slice(&[2, 0, 0, 0]);
-        b.extend_from_slice(&[0; 16]);
-        for ((f, _, _, h), (ko, vo)) in entries.iter().zip(&offs) {
-            b.extend_from_slice(&f.to_le_bytes());
-            b.extend_from_slice(&ko.to_le_bytes());
-            b.extend_from_slice(&vo.to_le_bytes());
-            b.extend_from_slice(&0u32.to_le_bytes());
-            b.extend_from_slice(&h.to_le_bytes());
-        }
-        b.extend_from_slice(&strings);
-        b
-    }
 
     /// Names over an alphabet of digits (leading zeros, long runs that saturate) and a few other
     /// bytes: two names have equal keys exactly when `libcmp_eq` calls them equal, and the

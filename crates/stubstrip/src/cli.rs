@@ -19,7 +19,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "1",
         "the answer is \"found\": check found stub entries; explain found a library missing, \
          unloadable or a stub; audit found a finding at or above --deny; fixup left a stub entry \
-         or met an audit finding at or above --audit",
+         or met an audit finding at or above --audit; driver-link refused (nothing changed)",
     ),
     ("2", "usage error (bad command line)"),
     (
@@ -139,7 +139,25 @@ pub enum Command {
                       the findings are in it."
     )]
     Audit(AuditArgs),
+    /// On a machine that is not NixOS: make the driver link (/run/opengl-driver/lib) from the
+    /// running NVIDIA driver, which fixed programs look in for libcuda.so.1.
+    #[command(name = "driver-link", after_help = DRIVER_LINK_HELP)]
+    DriverLink(DriverLinkArgs),
 }
+
+const DRIVER_LINK_HELP: &str = "\
+Finds the driver the machine runs (the kernel module's version in /proc/driver/nvidia/version; \
+its libraries through the host's ld.so.cache, /usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/lib, \
+/usr/local/nvidia/lib64 and the like; WSL2's /usr/lib/wsl/lib; Jetson's tegra directory) and \
+links each of its libraries into the driver link under its SONAME (libcuda.so.1, \
+libnvidia-ml.so.1, ...), libcuda also as libcuda.so (Triton links -lcuda when a program runs); \
+32-bit libraries into the 32-bit driver link. Only links it made itself are replaced or removed: \
+symlinks named like the library they point to by an absolute path. Run it again after a driver \
+upgrade.\n\
+Exit status: 0 done (or nothing to change); 1 refused, nothing changed: no driver, a \
+driver/library version mismatch, two driver versions and no kernel module to choose, files in the \
+driver link this command did not make, or NixOS; 2 usage error; 3 a file could not be read or \
+written (as far as it got is done; run it again).";
 
 /// What the help of every PATH argument says about which files are read.
 const PATHS_HELP: &str = "Files or directories. A named symlink is followed; symlinks met while \
@@ -360,6 +378,32 @@ pub struct AuditArgs {
     /// How to model the loader.
     #[command(flatten)]
     pub model: ModelArgs,
+}
+
+/// `stubstrip driver-link`.
+#[derive(Args)]
+pub struct DriverLinkArgs {
+    /// The driver link for 64-bit libraries (absolute, normalised).
+    #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver/lib")]
+    pub driver_link: String,
+    /// The driver link for 32-bit libraries (absolute, normalised).
+    #[arg(long, value_name = "DIR", default_value = "/run/opengl-driver-32/lib")]
+    pub driver_link_32: String,
+    /// Work on the system under DIR as if it were / (an image, a chroot, a test tree): the driver
+    /// is looked for, and the links made, inside it.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Print what would change; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Also write /etc/tmpfiles.d/stubstrip-driver-link.conf, so that systemd-tmpfiles makes the
+    /// links again at boot (/run is emptied then); without systemd, say what to do instead.
+    #[arg(long, conflicts_with = "remove")]
+    pub persist: bool,
+    /// Undo: remove the links this command made, the driver links when nothing else is in them,
+    /// and its tmpfiles entry.
+    #[arg(long)]
+    pub remove: bool,
 }
 
 /// What `fix` and `check` share.

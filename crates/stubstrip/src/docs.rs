@@ -389,7 +389,7 @@ mod tests {
         let cmd = documented_command();
         let page = man(&cmd);
         for sub in subcommands(&cmd) {
-            assert!(page.contains(&format!(".SS \"stubstrip {}\"", sub.get_name())));
+            assert!(page.contains(&format!(".SS \"stubstrip {}\"", roff(sub.get_name()))));
             for a in sub.get_arguments().filter(|a| shown(a)) {
                 if let Some(l) = a.get_long() {
                     assert!(page.contains(&roff(&format!("--{l}"))), "--{l}");

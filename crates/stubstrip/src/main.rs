@@ -10,7 +10,9 @@
 //! - [`fixup`] is what the setup hook runs: fix, check, audit, the check-time fallback and the
 //!   check libraries for the consumers, with the hook's policy;
 //! - [`explain`] and [`audit`] stand on the loader model of the `ldso-model` crate and share
-//!   [`driver`].
+//!   [`driver`];
+//! - [`driver_link`] makes the driver link from the running driver on a machine that is not
+//!   NixOS.
 
 mod audit;
 mod census;
@@ -19,6 +21,7 @@ mod classify;
 mod cli;
 mod docs;
 mod driver;
+mod driver_link;
 mod elf_file;
 mod elf_input;
 mod explain;
@@ -42,7 +45,10 @@ use thiserror::Error;
 
 use audit::AuditConfig;
 use check::CheckConfig;
-use cli::{AuditArgs, CheckArgs, Cli, Command, ExplainArgs, FixArgs, FixupArgs, ModelArgs};
+use cli::{
+    AuditArgs, CheckArgs, Cli, Command, DriverLinkArgs, ExplainArgs, FixArgs, FixupArgs, ModelArgs,
+};
+use driver_link::DriverLinkConfig;
 use explain::ExplainConfig;
 use fix::FixConfig;
 use fixup::{CheckLibsConfig, FixupConfig};
@@ -82,6 +88,12 @@ enum UsageError {
          (remove it from stubstripFlags)"
     )]
     FixupJson,
+    /// A driver link of `driver-link` that cannot be one.
+    #[error("{0} {1} {2}")]
+    DriverLinkDir(&'static str, String, &'static str),
+    /// The two driver links of `driver-link` are one directory.
+    #[error("--driver-link and --driver-link-32 must be different directories")]
+    DriverLinksSame,
 }
 
 /// Prints a usage error of `subcommand` and returns its exit status.
@@ -223,6 +235,37 @@ fn run_audit(a: AuditArgs) -> ExitCode {
     }))
 }
 
+fn run_driver_link(a: DriverLinkArgs) -> ExitCode {
+    for (what, dir) in [
+        ("--driver-link", &a.driver_link),
+        ("--driver-link-32", &a.driver_link_32),
+    ] {
+        if let Some(why) = rule::absolute_normal_problem(dir.as_bytes()) {
+            return usage_error(
+                "driver-link",
+                UsageError::DriverLinkDir(what, dir.clone(), why),
+            );
+        }
+        if dir == "/" {
+            return usage_error(
+                "driver-link",
+                UsageError::DriverLinkDir(what, dir.clone(), "is /"),
+            );
+        }
+    }
+    if a.driver_link == a.driver_link_32 {
+        return usage_error("driver-link", UsageError::DriverLinksSame);
+    }
+    ExitCode::from(driver_link::run::run(&DriverLinkConfig {
+        root: a.root,
+        link64: a.driver_link.into_bytes(),
+        link32: a.driver_link_32.into_bytes(),
+        dry_run: a.dry_run,
+        remove: a.remove,
+        persist: a.persist,
+    }))
+}
+
 /// Parses the command line. `--help` and `--version` print on stdout and end the program with
 /// status 0; every error is one line on stderr, `PROG: what (see PROG SUBCOMMAND --help)`, and
 /// status 2.
@@ -276,10 +319,11 @@ fn main() -> ExitCode {
         Some(Command::Fixup(a)) => run_fixup(a),
         Some(Command::Explain(a)) => run_explain(a),
         Some(Command::Audit(a)) => run_audit(a),
+        Some(Command::DriverLink(a)) => run_driver_link(a),
         None => {
             let p = prog::name();
             eprintln!(
-                "{p}: no command given: fix, check, fixup, explain or audit (see {p} --help)"
+                "{p}: no command given: fix, check, fixup, explain, audit or driver-link (see {p} --help)"
             );
             ExitCode::from(EXIT_USAGE)
         }

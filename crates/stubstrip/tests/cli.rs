@@ -296,7 +296,7 @@ fn messages_carry_the_name_the_program_was_run_as() {
         (
             vec![],
             2,
-            "foo: no command given: fix, check, fixup, explain or audit (see foo --help)",
+            "foo: no command given: fix, check, fixup, explain, audit or driver-link (see foo --help)",
         ),
         (vec!["bogus"], 2, "foo: unrecognized subcommand 'bogus'"),
         (vec!["check", missing], 3, &unreadable),

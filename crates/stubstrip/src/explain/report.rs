@@ -836,6 +836,23 @@ impl ExplainReport {
         }
     }
 
+    /// Whether a driver library (`libcuda.so.1`, ...) is found nowhere.
+    pub fn driver_library_not_found(&self) -> bool {
+        self.lookups
+            .iter()
+            .any(|l| l.result == "not_found" && l.driver_library && l.error.is_none())
+    }
+
+    /// Says `why` of each driver library found nowhere: on a machine that is not NixOS, the
+    /// driver link is missing, and what makes it (`crate::driver_link::explain_hint`).
+    pub fn set_driver_link_hint(&mut self, why: &str) {
+        for l in &mut self.lookups {
+            if l.result == "not_found" && l.driver_library && l.error.is_none() {
+                l.why = why.to_string();
+            }
+        }
+    }
+
     /// Whether something is not found, cannot load, or is a stub.
     pub fn has_problems(&self) -> bool {
         let sm = &self.summary;

@@ -79,7 +79,12 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
         settings::read_settings(target, info.interpreter.as_deref(), host, &c.overrides);
     let program = Program { path, origin, info };
     let res = resolve::resolve(program, &c.libnames, &settings, fs);
-    let report = ExplainReport::new(&res, &settings, &prov, &c.libnames, &c.stubs, fs);
+    let mut report = ExplainReport::new(&res, &settings, &prov, &c.libnames, &c.stubs, fs);
+    if report.driver_library_not_found() {
+        if let Some(why) = crate::driver_link::explain_hint(host) {
+            report.set_driver_link_hint(&why);
+        }
+    }
     let code = if report.has_problems() {
         EXIT_PROBLEMS
     } else {
