@@ -36,7 +36,11 @@ from harness import clip, sh  # noqa: E402
 LAYOUT_WARNING = re.compile(r"adjusted to|can't be allocated|not covered|overlap|out of order",
                             re.IGNORECASE)
 # Problems reported but not counted as breakage (see check()).
-NOTES = {"debugfile"}
+NOTES = {"debugfile", "toolbug", "emptysection"}
+# eu-elflint's complaint about a section whose file offset a post-processor recomputed.
+_NOT_IN_SEGMENT = re.compile(r"section \[\s*(\d+)\] '[^']*'(?:: alloc flag set but section not in any "
+                             r"loaded segment| has type NOBITS but is read from the file| not fully "
+                             r"contained in segment)")
 REEDIT_RUNPATH = "/nix/store/" + "r" * 32 + "-postproc-reedit/lib:" + "$ORIGIN/../postproc-" + "q" * 40
 
 
@@ -176,17 +180,60 @@ def check(pp: PostProc, orig: str, edited: str, workdir: str, loads, tools: Tool
         probs.append(("warns", "%s warns: %s" % (pp.name, clip(" | ".join(warned or new), 300))))
     why = loads(got)
     if why:
-        probs.append(("load", "after %s: %s" % (pp.name, why)))
+        own = own_damage(orig, base) if brc == 0 else None
+        if own:
+            # The tool breaks the unedited file the same way (patchelf 0.15.2's --shrink-rpath
+            # overwrites a NEEDED name that shares bytes with the run path: its #162).
+            probs.append(("toolbug", "after %s: %s; the tool does this to the unedited file too: %s"
+                          % (pp.name, clip(why, 150), own)))
+        else:
+            probs.append(("load", "after %s: %s" % (pp.name, why)))
     if elflint and brc == 0 and harness.ELFLINT:
         lint = harness.new_elflint(harness.elflint_messages(base), harness.elflint_messages(got))
+        empty = [m for m in lint if _empty_section(got, m)]
+        if empty:
+            # A section with no bytes (SHT_NOBITS, or size 0) that eu-strip or llvm-objcopy gave
+            # an offset from the sections before it in the table: mold's NOBITS sections have
+            # offset 0, and after an appended edit the table's order is no longer the file's.
+            # No loader reads a section header; such a section has nothing to load.
+            probs.append(("emptysection", "after %s, eu-elflint: %s" % (pp.name, clip(" | ".join(empty), 300))))
+        lint = [m for m in lint if m not in empty]
         if lint:
             probs.append(("elflint", "after %s, eu-elflint: %s" % (pp.name, clip(" | ".join(lint), 300))))
-    if pp.family != "patchelf" or pp.name.endswith("--shrink-rpath"):
+    tool_broke_it = any(kind == "toolbug" for kind, _ in probs)
+    if not tool_broke_it and (pp.family != "patchelf" or pp.name.endswith("--shrink-rpath")):
         for ed_name, ed in (("elfpatch", tools.elfpatch), ("patchelf 0.19.3", tools.patchelf019)):
             if not ed:
                 continue
             probs += _reedit(pp, ed_name, ed, base if brc == 0 else None, got, workdir, loads)
     return probs
+
+
+def _empty_section(path, message):
+    """Whether message is eu-elflint's complaint about where a section of path that holds no
+    bytes (SHT_NOBITS, or empty) lies in the file."""
+    m = _NOT_IN_SEGMENT.search(message)
+    if not m:
+        return False
+    try:
+        sh = elfmini.read(path).shdrs[int(m.group(1))]
+    except (elfmini.ElfError, IndexError, ValueError):
+        return False
+    return sh["type"] == 8 or sh["size"] == 0
+
+
+def own_damage(orig, base):
+    """How the post-processor changed the unedited file's NEEDED names or interpreter (the
+    tool's own damage), or None."""
+    try:
+        a, b = elfmini.read(orig), elfmini.read(base)
+        if a.needed() != b.needed():
+            return "NEEDED %s became %s" % (a.needed(), b.needed())
+        if a.interp() != b.interp():
+            return "interpreter %s became %s" % (a.interp(), b.interp())
+    except elfmini.ElfError:
+        return None
+    return None
 
 
 def _reedit(pp, ed_name, ed, base, got, workdir, loads):

@@ -210,6 +210,13 @@ impl Builder<'_, '_> {
         self.commit(&segment, &headers);
         if let Some(tail) = segment.tail {
             self.grow_commit(&segment, tail, &strings, interim.as_deref(), &final_dynamic);
+        } else if let (Some(d), None) = (&elf.dynamic, segment.item(ItemKind::Dynamic)) {
+            // The array stays where it is (`dynamic_bounds_relro`): once the headers map what
+            // it will name, its changed entries are written over the old ones.
+            let capacity = d.capacity();
+            let old = encode_dynamic(self.planner.format, &d.slots, capacity);
+            let new = encode_dynamic(self.planner.format, &final_dynamic, capacity);
+            self.dynamic_diff(d.offset, &old, &new);
         }
         // Once the section header table moved, its old copy is not written to.
         let original: Vec<Shdr>;
@@ -358,6 +365,22 @@ impl Builder<'_, '_> {
         self.entries.len() < capacity
     }
 
+    /// Whether the dynamic array begins or ends a `PT_GNU_RELRO` segment. GNU strip and objcopy
+    /// rebuild that segment from the sections it covers: with `.dynamic` moved out (mold puts
+    /// it first), the segment would start at the next section while keeping its size, and reach
+    /// past the `PT_LOAD` that maps it.
+    fn dynamic_bounds_relro(&self) -> bool {
+        let elf = self.planner.elf;
+        let Some(d) = elf.dynamic.as_ref() else {
+            return false;
+        };
+        let size = (d.capacity() * self.planner.format.dyn_size()) as u64;
+        elf.phdrs
+            .iter()
+            .filter(|p| p.p_type == elf::PT_GNU_RELRO)
+            .any(|p| d.vaddr == p.p_vaddr || d.vaddr + size == p.p_vaddr + p.p_memsz)
+    }
+
     /// What moves into the segment.
     fn select(
         &self,
@@ -386,8 +409,11 @@ impl Builder<'_, '_> {
                 Some(t) => {
                     t.dynamic_in_way
                         || (entries_changed && !self.dynamic_fits())
-                        || block_moves_tables
+                        || (block_moves_tables && !self.dynamic_bounds_relro())
                 }
+                // Where moving it would make strip rebuild PT_GNU_RELRO wrongly, and the new
+                // entries fit, it is written in place after the switch (`commit_dynamic`).
+                None if self.dynamic_bounds_relro() && self.dynamic_fits() => false,
                 None => {
                     entries_changed
                         || copy_strtab

@@ -295,7 +295,7 @@ impl Builder<'_, '_> {
     }
 
     /// One write of the bytes of the dynamic array at `offset` that differ from `old` to `new`.
-    fn dynamic_diff(&mut self, offset: u64, old: &[u8], new: &[u8]) {
+    pub(super) fn dynamic_diff(&mut self, offset: u64, old: &[u8], new: &[u8]) {
         if let Some((lo, hi)) = diff_span(old, new) {
             let bytes = new[lo..hi].to_vec();
             self.push_bytes(offset + lo as u64, bytes, Phase::Commit, "dynamic entries");
