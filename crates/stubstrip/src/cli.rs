@@ -128,7 +128,13 @@ pub enum Command {
     /// the dynamic loader finds every library. Without running FILE.
     #[command(
         after_help = "Exit status: 0 every library found; 1 a library is not found, \
-                            cannot be loaded or is a stub; 2 usage error; 3 FILE cannot be read."
+                      cannot be loaded or is a stub (a dlopen() the program makes itself and \
+                      copes without is not counted; a driver library only the driver link \
+                      provides is, unless --assume-driver); 2 usage error; 3 FILE cannot be \
+                      read.\n\
+                      As a build gate: `check` (no stub entry left) and `audit` (run path \
+                      mistakes) on the outputs; `explain --assume-driver` on a program, where \
+                      the driver is not installed (a builder, CI); plain `explain` where it runs."
     )]
     Explain(ExplainArgs),
     /// Report run path and dependency problems of every ELF file under PATH...
@@ -275,6 +281,11 @@ pub struct ExplainArgs {
     /// Also treat directories matching GLOB as stub directories (repeatable).
     #[arg(long = "stub-pattern", value_name = "GLOB")]
     pub stub_patterns: Vec<String>,
+    /// Answer "will it load where the driver is provided?" (a build gate on a machine without
+    /// the driver): a driver library (libcuda.so.1, ...) missing here but searched for in the
+    /// driver link counts as found there. Without it explain answers "will it load here?".
+    #[arg(long)]
+    pub assume_driver: bool,
     /// How to model the loader.
     #[command(flatten)]
     pub model: ModelArgs,

@@ -201,6 +201,7 @@ fn run_explain(a: ExplainArgs) -> ExitCode {
             ..a.model.overrides()
         },
         stubs: matcher_of(&a.stub_patterns),
+        assume_driver: a.assume_driver,
     }))
 }
 

@@ -79,7 +79,10 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
         settings::read_settings(target, info.interpreter.as_deref(), host, &c.overrides);
     let program = Program { path, origin, info };
     let res = resolve::resolve(program, &c.libnames, &settings, fs);
-    let report = ExplainReport::new(&res, &settings, &prov, &c.libnames, &c.stubs, fs);
+    let mut report = ExplainReport::new(&res, &settings, &prov, &c.libnames, &c.stubs, fs);
+    if c.assume_driver {
+        report.assume_driver(&res);
+    }
     let code = if report.has_problems() {
         EXIT_PROBLEMS
     } else {
@@ -133,6 +136,7 @@ mod tests {
                             ..SettingsOverrides::default()
                         },
                         stubs: StubMatcher::default(),
+                        assume_driver: false,
                     };
                     let host = HostFs::default();
                     let plain = explain_on(&c, &host, &host);
