@@ -514,7 +514,10 @@ fn main() -> ExitCode {
     };
     match out.error {
         Some(e) => {
-            say!("{prog}: cannot write to stdout: {e}");
+            say!(
+                "{prog}: cannot write to stdout: {}",
+                elfpatch::error::os_words(&e)
+            );
             ExitCode::from(if status == 0 { EXIT_STDOUT } else { status })
         }
         None => ExitCode::from(status),

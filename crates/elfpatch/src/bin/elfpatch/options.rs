@@ -563,7 +563,13 @@ pub const OPTIONS: &[Opt] = &[
         set: |a, v| {
             let file = PathBuf::from(OsString::from_vec(one(v)));
             let text = std::fs::read(&file)
-                .map_err(|e| format!("cannot open map file {}: {e}", file.display()))?;
+                .map_err(|e| {
+                    format!(
+                        "cannot open map file {}: {}",
+                        file.display(),
+                        elfpatch::error::os_words(&e)
+                    )
+                })?;
             let map = a.rename_symbols.get_or_insert_with(Vec::new);
             elfpatch::symmap::parse_into(&text, map).map_err(|e| format!("{}:{e}", file.display()))
         },
