@@ -24,7 +24,8 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("2", "usage error (bad command line)"),
     (
         "3",
-        "a file could not be read or processed (the other files still are); or stdout could not \
+        "a file could not be opened (for reading, or fix's for writing), read or edited (the \
+         other files still are, and one that failed is left byte-identical); or stdout could not \
          be written (a closed pipe ends the printing quietly instead)",
     ),
 ];
@@ -110,7 +111,8 @@ pub enum Command {
     /// Replace stub entries in the run paths of every ELF file under PATH...
     #[command(
         after_help = "Exit status: 0 done; 2 usage error; 3 some file could not be \
-                            processed (the others are, and it is left byte-identical)."
+                            opened for reading or writing, read or edited (the others are \
+                            processed, and it is left byte-identical)."
     )]
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...

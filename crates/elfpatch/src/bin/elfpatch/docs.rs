@@ -45,8 +45,9 @@ const EXIT: &[(&str, &str)] = &[
     ("2", "usage error (bad command line)"),
     (
         "3",
-        "a file could not be read: an I/O error (an @FILE included), not an ELF file; or stdout \
-         could not be written (a closed pipe ends the printing quietly instead)",
+        "a file could not be opened, for reading or for writing, or read: an I/O error (an @FILE \
+         and the --output file included; nothing written), or not an ELF file; or stdout could \
+         not be written (a closed pipe ends the printing quietly instead)",
     ),
     (
         "4",
