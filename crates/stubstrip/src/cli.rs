@@ -31,10 +31,17 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
 ];
 
 /// What the top-level help says about where output goes.
-pub const STREAMS: &str = "Findings and reports go to stdout, diagnostics to stderr, each line \
-starting with the program's name (then the file, where there is one). With --json or \
---print-removed, stdout carries only that data and the report goes to stderr. A closed stdout \
-ends a command quietly, with its own status.";
+pub const STREAMS: &str = "Findings and reports go to stdout, diagnostics to stderr. A line about \
+one file starts with the file (FILE: RUNPATH entry DIR), a line about the whole run with the \
+program's name; every line on stderr starts with the program's name (then the file, where there \
+is one). With --json or --print-removed, stdout carries only that data and the report goes to \
+stderr. A closed stdout ends a command quietly, with its own status.";
+
+/// What the top-level help says about which subcommand to use as a build gate.
+pub const GATES: &str = "As a build gate: `check` on the outputs (no stub entry left; what the \
+setup hook does) and `audit` for run path mistakes; `explain --assume-driver` on a program where \
+the driver is not installed (a builder, CI: a driver library the driver link provides counts as \
+found); plain `explain` where the program runs (it must find the driver here).";
 
 /// The exit statuses as `--help` shows them, wrapped at 100 columns.
 pub fn exit_help() -> String {
@@ -61,7 +68,7 @@ pub fn exit_help() -> String {
 pub fn command(bin_name: &str) -> clap::Command {
     Cli::command()
         .bin_name(bin_name.to_string())
-        .after_help(format!("{}\n{STREAMS}", exit_help()))
+        .after_help(format!("{}\n{STREAMS}\n\n{GATES}", exit_help()))
 }
 
 /// The shells whose completion scripts `--generate-completion` writes: the same three as
