@@ -5,7 +5,6 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -303,16 +302,7 @@ fn explain_agrees_with_ld_so_on_paths_in_needed_and_nodeflib() {
 }
 
 fn build_cuda_app(t: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    // The toolkit's stub, kept the nixpkgs way: libcuda.so, with a libcuda.so.1 symlink to it.
-    let stubs = t.join(format!("nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib"));
-    shared(
-        &stubs,
-        "libcuda.so",
-        "libcuda.so.1",
-        "int cuInit(unsigned f) { (void)f; return 34; }\n",
-        &[],
-    );
-    symlink("libcuda.so", stubs.join("libcuda.so.1")).unwrap();
+    let stubs = cuda_stub(t);
     // A driver that works, elsewhere.
     let driver = t.join("run/opengl-driver/lib");
     shared(
@@ -429,13 +419,7 @@ fn explain_marks_the_stub_and_agrees_with_ld_so_before_and_after_fix() {
 
 /// `stubstrip explain` as people run it (the text), with `LD_LIBRARY_PATH` unset.
 fn explain_text(exe: &Path, extra: &[&str]) -> String {
-    let out = stubstrip()
-        .args(["explain", "--ld-library-path", ""])
-        .args(extra)
-        .arg(exe)
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
+    explain_status(exe, extra).0
 }
 
 /// `--root` on an aarch64 sysroot, checked against the aarch64 loader under qemu when there is
