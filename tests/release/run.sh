@@ -141,6 +141,22 @@ fishPatchelf() {
 check "$plat.tar.gz: fish completes patchelf --set-rp to --set-rpath" fishPatchelf
 check "$plat.tar.gz: zsh's _elfpatch is for elfpatch and patchelf" \
   grep -qx '#compdef elfpatch patchelf' "$p/share/zsh/site-functions/_elfpatch"
+# The install and uninstall release/README.md documents, run as written there: unpacked into a
+# prefix, nothing lands at its root but bin/ and share/; its uninstall line leaves no file behind.
+installUninstall() {
+  local prefix=$WORK/prefix line
+  mkdir -p "$prefix" &&
+    tar -xzf "$dist/$plat.tar.gz" --strip-components=1 -C "$prefix" &&
+    [[ $(find "$prefix" -mindepth 1 -maxdepth 1 -printf '%P\n' | sort | tr '\n' ' ') == "bin share " ]] &&
+    [[ -x $prefix/bin/elfpatch && -s $prefix/share/doc/stubstrip/LICENSE ]] || return 1
+  line=$(grep -m1 '^tar -tzf stubstrip-VERSION-x86_64-linux.tar.gz' release/README.md) || return 1
+  line=${line//stubstrip-VERSION-x86_64-linux.tar.gz/\"\$dist/\$plat.tar.gz\"}
+  line=${line//\~\/.local/\"\$prefix\"}
+  echo "$line"
+  dist=$dist plat=$plat prefix=$prefix bash -c "$line" &&
+    [[ -z $(find "$prefix" ! -type d) ]]
+}
+check "$plat.tar.gz: installs into a prefix as release/README.md says, and its uninstall line removes every file" installUninstall
 owners() {
   local list
   list=$(tar --numeric-owner -tvzf "$dist/$plat.tar.gz") &&
