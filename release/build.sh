@@ -122,11 +122,16 @@ docs() {
 }
 docs "$bin" "$work/stage/docs"
 
-# --- the binary tarball: bin/, share/ (man pages, completions where shells look), the docs --------
+# --- the binary tarball: bin/, share/ (man pages, completions where shells look, the docs) -------
+# The layout a prefix expects (FHS, as `make install` leaves /usr/local): unpacked with
+# --strip-components=1 into ~/.local or /usr/local, nothing lands at the prefix's root. The
+# completions answer for `patchelf` too, the name the README links to elfpatch: bash-completion
+# and fish load a command's script by its name, so that name is a link to elfpatch's script
+# (which registers both names); zsh's compinit reads the `#compdef elfpatch patchelf` line.
 plat=$name-x86_64-linux
 tree=$work/stage/$plat
 install -d "$tree/bin" "$tree/share/man/man1" "$tree/share/bash-completion/completions" \
-    "$tree/share/zsh/site-functions" "$tree/share/fish/vendor_completions.d"
+    "$tree/share/zsh/site-functions" "$tree/share/fish/vendor_completions.d" "$tree/share/doc/stubstrip"
 install -m 0755 "$bin/elfpatch" "$bin/stubstrip" "$tree/bin/"
 install -m 0644 "$work/stage/docs/man/"*.1 "$tree/share/man/man1/"
 for p in elfpatch stubstrip; do
@@ -134,7 +139,9 @@ for p in elfpatch stubstrip; do
     install -m 0644 "$work/stage/docs/zsh/$p" "$tree/share/zsh/site-functions/_$p"
     install -m 0644 "$work/stage/docs/fish/$p" "$tree/share/fish/vendor_completions.d/$p.fish"
 done
-install -m 0644 "$src/README.md" "$src/CHANGELOG.md" "$tree/"
+ln -s elfpatch "$tree/share/bash-completion/completions/patchelf"
+ln -s elfpatch.fish "$tree/share/fish/vendor_completions.d/patchelf.fish"
+install -m 0644 "$src/README.md" "$src/CHANGELOG.md" "$src/LICENSE" "$tree/share/doc/stubstrip/"
 # Names sorted, owner root, one mtime, no atime/ctime: only the contents make the bytes.
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --format=gnu \
     -C "$work/stage" -cf - "$plat" | gzip -n -9 >"$dist/$plat.tar.gz"

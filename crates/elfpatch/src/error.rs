@@ -13,6 +13,28 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// An operating-system error in the words every message of both binaries uses: the system's
+/// description with a lower-case first letter and without the standard library's
+/// ` (os error N)` suffix (`no such file or directory`, `permission denied`). The number says
+/// nothing a person reading the message needs, and one wording everywhere lets the same failure
+/// read the same in every subcommand. An error that is not the system's is shown as it is.
+pub fn os_words(e: &io::Error) -> String {
+    let text = e.to_string();
+    let text = match (e.raw_os_error(), text.rfind(" (os error ")) {
+        (Some(_), Some(i)) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    };
+    let mut chars = text.chars();
+    match (chars.next(), chars.next()) {
+        // "No such file" -> "no such file", but an initialism ("ELF ...") stays as it is.
+        (Some(first), Some(second)) if first.is_uppercase() && !second.is_uppercase() => first
+            .to_lowercase()
+            .chain(text[first.len_utf8()..].chars())
+            .collect(),
+        _ => text,
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -72,7 +94,7 @@ pub enum ErrorKind {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum Repr {
     /// An operating-system call failed.
-    #[error("{path}: {op}: {source}")]
+    #[error("{path}: {op}: {}", os_words(.source))]
     Io {
         /// The file.
         path: Location,
@@ -179,7 +201,8 @@ pub(crate) enum Repr {
     },
     /// A write failed; every byte already written was restored, the file is as before.
     #[error(
-        "{path}: write at offset {offset:#x} failed ({source}); the file was restored unchanged"
+        "{path}: write at offset {offset:#x} failed ({}); the file was restored unchanged",
+        os_words(.source)
     )]
     WriteFailed {
         /// The file.
@@ -191,7 +214,7 @@ pub(crate) enum Repr {
         source: io::Error,
     },
     /// A write failed and so did restoring the original bytes: the file may be damaged.
-    #[error("{path}: write at offset {offset:#x} failed ({source}) and restoring the original bytes failed too ({restore}); the file may be damaged")]
+    #[error("{path}: write at offset {offset:#x} failed ({}) and restoring the original bytes failed too ({restore}); the file may be damaged", os_words(.source))]
     RollbackFailed {
         /// The file.
         path: Location,
@@ -407,4 +430,25 @@ pub enum WarningKind {
     /// is not a multiple of its alignment, as NVIDIA's libraries have): shown with `--debug` and
     /// by `stubstrip audit`, never in a build log.
     Harmless,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_read_as_words_without_their_number() {
+        let missing = io::Error::from_raw_os_error(2);
+        assert!(missing.to_string().ends_with("(os error 2)"), "{missing}");
+        assert_eq!(os_words(&missing), "no such file or directory");
+        assert_eq!(
+            os_words(&io::Error::from_raw_os_error(13)),
+            "permission denied"
+        );
+        // Not the system's: as it is, an initialism kept.
+        let own = io::Error::other("ELF header cut short");
+        assert_eq!(os_words(&own), "ELF header cut short");
+        let e = Error::io(Path::new("/x"), "open", io::Error::from_raw_os_error(2));
+        assert_eq!(e.to_string(), "/x: open: no such file or directory");
+    }
 }

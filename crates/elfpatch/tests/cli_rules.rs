@@ -438,3 +438,52 @@ fn facts_no_loader_cares_about_are_shown_only_with_debug() {
         "{o:?}"
     );
 }
+
+/// `--debug` says what an edit did in words (issue 36), not as Rust's `Debug` of the plan: the
+/// layout, the writes and the length, each edit kind in its own words.
+#[test]
+fn debug_says_what_an_edit_did_in_words() {
+    let Some(k) = kinds() else { return };
+    let f = k.program.with_extension("debugged");
+    fs::copy(&k.program, &f).unwrap();
+    let said = |rpath: &str| {
+        let o = run(elfpatch()
+            .args(["--debug", "--set-rpath", rpath])
+            .arg(&f)
+            .env_remove("PATCHELF_DEBUG"));
+        assert!(o.status.success(), "{o:?}");
+        let err = text(&o.stderr);
+        let line = err
+            .lines()
+            .find(|l| l.starts_with(&format!("elfpatch: {}: ", f.display())))
+            .unwrap_or_else(|| panic!("no line about the file: {err}"))
+            .to_string();
+        assert!(
+            !line.contains(['{', '}']) && !line.contains("false"),
+            "{line}"
+        );
+        line
+    };
+    // Shorter than /opt/x's room: in place, the length unchanged.
+    let line = said("/a");
+    assert!(line.contains(": edited in place: 1 write, "), "{line}");
+    assert!(line.ends_with(" bytes, unchanged"), "{line}");
+    // Much longer: the string table grown where it is, or a segment appended (the length grows).
+    let long = format!("/{}", "x".repeat(600));
+    let line = said(&long);
+    assert!(
+        line.contains(": grew the string table where it is (moved: ")
+            || (line.contains(": appended ") && line.contains(" -> ")),
+        "{line}"
+    );
+    assert!(
+        line.contains(" writes, ") && line.ends_with(" bytes") || line.ends_with("unchanged"),
+        "{line}"
+    );
+    // The same again: nothing to change.
+    let line = said(&long);
+    assert!(
+        line.ends_with(": nothing to change: the file already is as asked"),
+        "{line}"
+    );
+}

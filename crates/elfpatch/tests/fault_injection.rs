@@ -830,6 +830,11 @@ fn unprivileged_users_cannot_edit_files_they_may_not_write() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
+    // And the exit-status table says so, for this case too (not only "could not be read").
+    let help = Command::new(&cli).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let three = help.split("\n  3  ").nth(1).unwrap_or_default();
+    assert!(three.contains("for writing"), "{help}");
     // Control: nobody may edit a writable file of its own.
     let own = d.path().join("nobody-writable");
     fs::copy(&prog, &own).unwrap();

@@ -494,7 +494,10 @@ fn at_file_arguments_read_the_file_as_patchelf_does() {
     assert_eq!(o.status.code(), Some(3), "{o:?}");
     // In patchelf's words too: its args-from-file.sh greps for them.
     let msg = String::from_utf8_lossy(&o.stderr);
-    assert!(msg.contains("getting info about 'does-not-exist'"), "{msg}");
+    assert!(
+        msg.contains("getting info about 'does-not-exist': No such file or directory\n"),
+        "{msg}"
+    );
     let t = run(Command::new(pe)
         .args(["--set-rpath", "@does-not-exist"])
         .arg(&s.prog));

@@ -110,7 +110,7 @@ fn classify(e: &io::Error) -> Probe {
         Some(2) | Some(20) => Probe::Missing,
         Some(13) => Probe::Denied,
         _ if e.kind() == io::ErrorKind::NotFound => Probe::Missing,
-        _ => Probe::Failed(e.to_string()),
+        _ => Probe::Failed(elfpatch::error::os_words(e)),
     }
 }
 
@@ -133,7 +133,10 @@ impl FsView for HostFs {
         }
         let mut head = Vec::with_capacity(64);
         if let Err(e) = (&mut f).take(64).read_to_end(&mut head) {
-            return Probe::Failed(format!("cannot read file data: {e}"));
+            return Probe::Failed(format!(
+                "cannot read file data: {}",
+                elfpatch::error::os_words(&e)
+            ));
         }
         Probe::File(
             FileId {

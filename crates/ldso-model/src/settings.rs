@@ -238,7 +238,11 @@ pub fn read_settings(
                     String::from_utf8_lossy(&cache_path)
                 )
             } else {
-                format!("{}: {e}", String::from_utf8_lossy(&cache_path))
+                format!(
+                    "{}: {}",
+                    String::from_utf8_lossy(&cache_path),
+                    elfpatch::error::os_words(&e)
+                )
             };
             None
         }

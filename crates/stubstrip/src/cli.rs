@@ -24,16 +24,24 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("2", "usage error (bad command line)"),
     (
         "3",
-        "a file could not be read or processed (the other files still are); or stdout could not \
+        "a file could not be opened (for reading, or fix's for writing), read or edited (the \
+         other files still are, and one that failed is left byte-identical); or stdout could not \
          be written (a closed pipe ends the printing quietly instead)",
     ),
 ];
 
 /// What the top-level help says about where output goes.
-pub const STREAMS: &str = "Findings and reports go to stdout, diagnostics to stderr, each line \
-starting with the program's name (then the file, where there is one). With --json or \
---print-removed, stdout carries only that data and the report goes to stderr. A closed stdout \
-ends a command quietly, with its own status.";
+pub const STREAMS: &str = "Findings and reports go to stdout, diagnostics to stderr. A line about \
+one file starts with the file (FILE: RUNPATH entry DIR), a line about the whole run with the \
+program's name; every line on stderr starts with the program's name (then the file, where there \
+is one). With --json or --print-removed, stdout carries only that data and the report goes to \
+stderr. A closed stdout ends a command quietly, with its own status.";
+
+/// What the top-level help says about which subcommand to use as a build gate.
+pub const GATES: &str = "As a build gate: `check` on the outputs (no stub entry left; what the \
+setup hook does) and `audit` for run path mistakes; `explain --assume-driver` on a program where \
+the driver is not installed (a builder, CI: a driver library the driver link provides counts as \
+found); plain `explain` where the program runs (it must find the driver here).";
 
 /// The exit statuses as `--help` shows them, wrapped at 100 columns.
 pub fn exit_help() -> String {
@@ -60,7 +68,7 @@ pub fn exit_help() -> String {
 pub fn command(bin_name: &str) -> clap::Command {
     Cli::command()
         .bin_name(bin_name.to_string())
-        .after_help(format!("{}\n{STREAMS}", exit_help()))
+        .after_help(format!("{}\n{STREAMS}\n\n{GATES}", exit_help()))
 }
 
 /// The shells whose completion scripts `--generate-completion` writes: the same three as
@@ -110,7 +118,8 @@ pub enum Command {
     /// Replace stub entries in the run paths of every ELF file under PATH...
     #[command(
         after_help = "Exit status: 0 done; 2 usage error; 3 some file could not be \
-                            processed (the others are, and it is left byte-identical)."
+                            opened for reading or writing, read or edited (the others are \
+                            processed, and it is left byte-identical)."
     )]
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...
@@ -128,7 +137,13 @@ pub enum Command {
     /// the dynamic loader finds every library. Without running FILE.
     #[command(
         after_help = "Exit status: 0 every library found; 1 a library is not found, \
-                            cannot be loaded or is a stub; 2 usage error; 3 FILE cannot be read."
+                      cannot be loaded or is a stub (a dlopen() the program makes itself and \
+                      copes without is not counted; a driver library only the driver link \
+                      provides is, unless --assume-driver); 2 usage error; 3 FILE cannot be \
+                      read.\n\
+                      As a build gate: `check` (no stub entry left) and `audit` (run path \
+                      mistakes) on the outputs; `explain --assume-driver` on a program, where \
+                      the driver is not installed (a builder, CI); plain `explain` where it runs."
     )]
     Explain(ExplainArgs),
     /// Report run path and dependency problems of every ELF file under PATH...
@@ -293,6 +308,11 @@ pub struct ExplainArgs {
     /// Also treat directories matching GLOB as stub directories (repeatable).
     #[arg(long = "stub-pattern", value_name = "GLOB")]
     pub stub_patterns: Vec<String>,
+    /// Answer "will it load where the driver is provided?" (a build gate on a machine without
+    /// the driver): a driver library (libcuda.so.1, ...) missing here but searched for in the
+    /// driver link counts as found there. Without it explain answers "will it load here?".
+    #[arg(long)]
+    pub assume_driver: bool,
     /// How to model the loader.
     #[command(flatten)]
     pub model: ModelArgs,

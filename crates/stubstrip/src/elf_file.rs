@@ -42,7 +42,7 @@ impl RunpathTag {
 #[derive(Debug, Error)]
 pub enum FileError {
     /// Opening the file or reading its first bytes failed: whether it is an ELF file is unknown.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {}", path.display(), elfpatch::error::os_words(.source))]
     Io {
         /// The file.
         path: PathBuf,

@@ -19,7 +19,7 @@ pub enum InputError {
     #[error("not an ELF file")]
     NotElf,
     /// Nothing is there.
-    #[error("no such file")]
+    #[error("no such file or directory")]
     Missing,
     /// It is a directory.
     #[error("is a directory")]

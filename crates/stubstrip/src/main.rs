@@ -90,7 +90,7 @@ enum UsageError {
     FixupJson,
     /// A driver link of `driver-link` that cannot be one.
     #[error("{0} {1} {2}")]
-    DriverLinkDir(&'static str, String, &'static str),
+    DriverLinkDir(&'static str, String, String),
     /// The two driver links of `driver-link` are one directory.
     #[error("--driver-link and --driver-link-32 must be different directories")]
     DriverLinksSame,
@@ -213,6 +213,7 @@ fn run_explain(a: ExplainArgs) -> ExitCode {
             ..a.model.overrides()
         },
         stubs: matcher_of(&a.stub_patterns),
+        assume_driver: a.assume_driver,
     }))
 }
 
@@ -249,7 +250,7 @@ fn run_driver_link(a: DriverLinkArgs) -> ExitCode {
         if dir == "/" {
             return usage_error(
                 "driver-link",
-                UsageError::DriverLinkDir(what, dir.clone(), "is /"),
+                UsageError::DriverLinkDir(what, dir.clone(), "is /".to_string()),
             );
         }
     }

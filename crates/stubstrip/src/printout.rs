@@ -5,6 +5,13 @@
 //! out | grep` works; diagnostics (files that could not be read) go to stderr. When stdout
 //! carries data instead (`--json`, `--print-removed`, `fixup`'s instructions for the hook), the
 //! report goes to stderr with the diagnostics.
+//!
+//! One prefix rule for the lines people read. A line about one file starts with that file
+//! (`FILE: RUNPATH entry DIR`, `FILE: RUNPATH OLD -> NEW`, `FILE: no stub entries`,
+//! `FILE: error[SS001]: ...`, explain's `FILE: x86_64, ...`), as grep and compilers write theirs;
+//! a line about the whole run starts with the program's name (`stubstrip: 1 file, ...`,
+//! `stubstrip: check passed: ...`). Every line on stderr starts with the program's name
+//! ([`named`]), the file after it where there is one (`stubstrip: FILE: what`).
 
 use std::io::Write;
 
@@ -103,8 +110,9 @@ pub fn finish(code: u8, written: std::io::Result<()>) -> u8 {
         Err(e) => {
             let _ = writeln!(
                 std::io::stderr().lock(),
-                "{}: cannot write to stdout: {e}",
-                crate::prog::name()
+                "{}: cannot write to stdout: {}",
+                crate::prog::name(),
+                elfpatch::error::os_words(&e)
             );
             EXIT_UNWRITTEN
         }

@@ -188,8 +188,8 @@ pub enum RuleError {
         what: &'static str,
         /// The value given.
         value: String,
-        /// What is wrong with it.
-        why: &'static str,
+        /// What is wrong with it, naming each offending component.
+        why: String,
         /// The normalised form, when the value is absolute.
         suggestion: Option<String>,
     },
@@ -197,25 +197,32 @@ pub enum RuleError {
 
 /// What is wrong with `dir` as a run path directory given on the command line: it must be
 /// absolute and normalised (no empty, `.` or `..` component, no trailing `/`). `None` when it
-/// is fine.
-pub fn absolute_normal_problem(dir: &[u8]) -> Option<&'static str> {
+/// is fine. Each offending component is named with the path before it (`a .. after /run/x`),
+/// so that a long value says where to look.
+pub fn absolute_normal_problem(dir: &[u8]) -> Option<String> {
     if !dir.starts_with(b"/") {
-        return Some("is not absolute (it must start with /)");
+        return Some("is not absolute (it must start with /)".to_string());
     }
     if dir == b"/" {
         return None;
     }
-    let mut parts = dir[1..].split(|&c| c == b'/');
-    if parts.any(|p| p.is_empty()) {
-        return Some("is not normalised (an empty component: // or a trailing /)");
+    let parts: Vec<&[u8]> = dir[1..].split(|&c| c == b'/').collect();
+    let mut problems = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let before = match i {
+            0 => "/".to_string(),
+            _ => format!("/{}", String::from_utf8_lossy(&parts[..i].join(&b'/'))),
+        };
+        let what = match *p {
+            b"" if i + 1 == parts.len() => "a trailing /",
+            b"" => "an empty component (//)",
+            b"." => "a . component",
+            b".." => "a .. component",
+            _ => continue,
+        };
+        problems.push(format!("{what} after {before}"));
     }
-    if dir[1..]
-        .split(|&c| c == b'/')
-        .any(|p| p == b"." || p == b"..")
-    {
-        return Some("is not normalised (a . or .. component)");
-    }
-    None
+    (!problems.is_empty()).then(|| format!("is not normalised: {}", problems.join(", ")))
 }
 
 /// `dir` (absolute) with empty and `.` components dropped and `..` applied, lexically.
@@ -618,17 +625,19 @@ mod tests {
             ),
             (
                 "/run/opengl-driver/lib/",
-                "the driver link /run/opengl-driver/lib/ is not normalised (an empty component: \
-                 // or a trailing /); write /run/opengl-driver/lib",
+                "the driver link /run/opengl-driver/lib/ is not normalised: a trailing / after \
+                 /run/opengl-driver/lib; write /run/opengl-driver/lib",
             ),
             (
                 "/run//x/./../lib",
-                "the driver link /run//x/./../lib is not normalised (an empty component: \
-                 // or a trailing /); write /run/lib",
+                "the driver link /run//x/./../lib is not normalised: an empty component (//) \
+                 after /run, a . component after /run//x, a .. component after /run//x/.; \
+                 write /run/lib",
             ),
             (
                 "/run/x/../lib",
-                "the driver link /run/x/../lib is not normalised (a . or .. component); write /run/lib",
+                "the driver link /run/x/../lib is not normalised: a .. component after /run/x; \
+                 write /run/lib",
             ),
         ] {
             r.driver_link = dir.as_bytes().to_vec();

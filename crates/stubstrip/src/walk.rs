@@ -17,7 +17,7 @@ use crate::rule::Glob;
 
 /// A path that could not be listed or read; its message names the path.
 #[derive(Debug, Error)]
-#[error("{}: {error}", path.display())]
+#[error("{}: {}", path.display(), elfpatch::error::os_words(.error))]
 pub struct WalkError {
     /// The path.
     pub path: PathBuf,

@@ -5,7 +5,6 @@
 mod common;
 
 use std::fs;
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -303,16 +302,7 @@ fn explain_agrees_with_ld_so_on_paths_in_needed_and_nodeflib() {
 }
 
 fn build_cuda_app(t: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    // The toolkit's stub, kept the nixpkgs way: libcuda.so, with a libcuda.so.1 symlink to it.
-    let stubs = t.join(format!("nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib"));
-    shared(
-        &stubs,
-        "libcuda.so",
-        "libcuda.so.1",
-        "int cuInit(unsigned f) { (void)f; return 34; }\n",
-        &[],
-    );
-    symlink("libcuda.so", stubs.join("libcuda.so.1")).unwrap();
+    let stubs = cuda_stub(t);
     // A driver that works, elsewhere.
     let driver = t.join("run/opengl-driver/lib");
     shared(
@@ -429,13 +419,7 @@ fn explain_marks_the_stub_and_agrees_with_ld_so_before_and_after_fix() {
 
 /// `stubstrip explain` as people run it (the text), with `LD_LIBRARY_PATH` unset.
 fn explain_text(exe: &Path, extra: &[&str]) -> String {
-    let out = stubstrip()
-        .args(["explain", "--ld-library-path", ""])
-        .args(extra)
-        .arg(exe)
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap()
+    explain_status(exe, extra).0
 }
 
 /// `--root` on an aarch64 sysroot, checked against the aarch64 loader under qemu when there is
@@ -582,4 +566,98 @@ fn explain_agrees_with_ld_so_for_32_bit_programs() {
     assert_eq!(v["architecture"], "i386");
     assert_eq!(loaded(&v, "libm.so.6")["found_via"], "ld.so.cache");
     assert_eq!(loaded(&v, "libs32.so.1")["found_via"], "RUNPATH");
+}
+
+/// `explain`'s text and exit status, with `LD_LIBRARY_PATH` unset; `extra` after FILE (options
+/// or LIBNAMEs).
+fn explain_status(exe: &Path, extra: &[&str]) -> (String, i32) {
+    let out = stubstrip()
+        .args(["explain", "--ld-library-path", ""])
+        .arg(exe)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        out.status.code().unwrap(),
+    )
+}
+
+/// The two questions `explain` answers (issue 36): "will it load here?" (the default) fails for
+/// a correctly fixed program on a machine without the driver link; "will it load where the
+/// driver is provided?" (`--assume-driver`, a GPU-less builder's gate) passes it, and still fails
+/// a program whose search path has no driver link. A dlopen() asked for on the command line that
+/// finds nothing fails, and is not called one the program copes with.
+#[test]
+fn explain_answers_here_by_default_and_where_the_driver_is_with_assume_driver() {
+    if !can_build() {
+        return;
+    }
+    let link = "/run/opengl-driver/lib";
+    if Path::new(link).join("libcuda.so.1").exists() {
+        skip(&format!(
+            "{link}/libcuda.so.1 exists here: the driver is found"
+        ));
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let t = t.path();
+    let (exe, stubs, _) = build_cuda_app(t);
+    run_ok(
+        stubstrip()
+            .arg("fix")
+            .arg(&exe)
+            .arg(t.join(format!("nix/store/{HASH}-cuda_cudart-12.8.90-lib"))),
+    );
+
+    let (text, code) = explain_status(&exe, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("libcuda.so.1 for app and libcudart.so.12 => NOT FOUND"),
+        "{text}"
+    );
+
+    let (text, code) = explain_status(&exe, &["--assume-driver"]);
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(
+        text.lines().nth(1),
+        Some(
+            "libcuda.so.1 for app and libcudart.so.12 => /run/opengl-driver/lib/libcuda.so.1: not \
+             on this machine; counted as found in the driver link /run/opengl-driver/lib, which \
+             provides it where the driver is installed (--assume-driver)"
+        ),
+        "{text}"
+    );
+    let (v, code) = explain(&exe, Some(""), &["--assume-driver"]);
+    assert_eq!(code, 0);
+    assert_eq!(v["summary"]["not_found"], 0, "{v:#}");
+    assert_eq!(v["summary"]["assumed_from_driver"], 2, "{v:#}");
+
+    // No driver link on its search path: no machine's driver would be found by it.
+    let elsewhere = program(
+        &t.join("other/bin/other"),
+        "int cuInit(unsigned); int main(void) { return cuInit(0); }\n",
+        &[
+            "-Wl,--enable-new-dtags",
+            "-Wl,-rpath,/opt/nowhere",
+            &format!("{}/libcuda.so", stubs.display()),
+        ],
+    );
+    let (text, code) = explain_status(&elsewhere, &["--assume-driver"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("libcuda.so.1 for other => NOT FOUND"),
+        "{text}"
+    );
+
+    let (text, code) = explain_status(&exe, &["libnothere.so.1"]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("libnothere.so.1 for app (dlopen, as asked) => NOT FOUND"),
+        "{text}"
+    );
+    assert!(!text.contains("copes"), "{text}");
 }

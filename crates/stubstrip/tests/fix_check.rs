@@ -100,7 +100,7 @@ fn fix_replaces_stub_entries_in_place_and_check_then_passes() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: String = [&t.a, &t.b, &t.clean]
         .iter()
-        .map(|p| format!("stubstrip: {}: no stub entries\n", p.display()))
+        .map(|p| format!("{}: no stub entries\n", p.display()))
         .collect();
     assert_eq!(
         r.stdout,
@@ -365,8 +365,14 @@ fn usage_errors_exit_2_and_write_nothing() {
     );
     assert_eq!(
         said(&["fix", "--compat", "/x/../compat"]),
-        "stubstrip: the compat directory /x/../compat is not normalised (a . or .. component); \
-         write /compat (see stubstrip fix --help)\n"
+        "stubstrip: the compat directory /x/../compat is not normalised: a .. component after \
+         /x; write /compat (see stubstrip fix --help)\n"
+    );
+    // Each offending component is named, not only the first kind found.
+    assert_eq!(
+        said(&["fix", "--driver-link", "/run//x/../lib"]),
+        "stubstrip: the driver link /run//x/../lib is not normalised: an empty component (//) \
+         after /run, a .. component after /run//x; write /run/lib (see stubstrip fix --help)\n"
     );
     // clap's own errors take the same shape: one line, the program's name first.
     assert_eq!(
@@ -383,17 +389,19 @@ fn usage_errors_exit_2_and_write_nothing() {
 #[test]
 fn a_missing_path_is_named_and_exits_3() {
     let missing = Path::new("/nonexistent/stubstrip-test");
-    for sub in ["fix", "check"] {
+    // One wording in every subcommand: the system's, without Rust's "(os error 2)".
+    for sub in ["fix", "check", "explain", "audit"] {
         let r = stubstrip_run(&[sub], &[missing]);
         assert_eq!(r.code, 3, "{sub}: {}", r.stderr);
         assert!(
             r.stderr.starts_with(&format!(
-                "stubstrip: {}: No such file or directory",
+                "stubstrip: {}: no such file or directory",
                 missing.display()
             )),
             "{sub}: {}",
             r.stderr
         );
+        assert!(!r.stderr.contains("os error"), "{sub}: {}", r.stderr);
         assert!(!r.stderr.contains("passed"), "{sub}: {}", r.stderr);
     }
 }

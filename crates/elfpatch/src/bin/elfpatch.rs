@@ -35,6 +35,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use elfpatch::plan::Layout;
 use elfpatch::{edit_to, resolve_symlinks, Edit, ElfFile, ErrorKind, Need, Options, WarningKind};
 use object::elf::ET_DYN;
 use options::{parse_args, Action, Args, ParseError};
@@ -279,17 +280,82 @@ fn whole(said: &Said, a: &Args, path: &Path, file: &ElfFile, out: &mut Out) -> R
     }
     if a.debug {
         say!(
-            "{}: {}: {:?}, {} writes, {} bytes, length {} -> {}",
+            "{}: {}: {}",
             said.prog,
             path.display(),
-            outcome.plan.layout,
-            outcome.report.writes,
-            outcome.report.bytes,
-            outcome.plan.old_len,
-            outcome.plan.new_len
+            edit_words(
+                &outcome.plan.layout,
+                outcome.report.writes,
+                outcome.report.bytes,
+                (outcome.plan.old_len, outcome.plan.new_len)
+            )
         );
     }
     build_note(a, a.output.as_deref().unwrap_or(path), &opts)
+}
+
+/// What `--debug` says about an edit, for people: how the layout changed, how much was written,
+/// and the file's length, e.g. `edited in place: 2 writes, 31 bytes; length 16,384 bytes, unchanged`
+/// or `appended a new PT_LOAD segment (moved: .dynstr, .dynamic) and moved the program headers
+/// there: 6 writes, 4,200 bytes; length 16,384 -> 20,480 bytes`.
+fn edit_words(layout: &Layout, writes: usize, bytes: u64, (old, new): (u64, u64)) -> String {
+    let list = |moved: &[String]| match moved {
+        [] => String::new(),
+        m => format!(" (moved: {})", m.join(", ")),
+    };
+    // if-let rather than match: a layout the planner adds later is still said, by its name.
+    let how = if let Layout::Appended {
+        extended,
+        moved_phdrs,
+        moved,
+    } = layout
+    {
+        format!(
+            "{}{}{}",
+            if *extended {
+                "appended to the last PT_LOAD segment"
+            } else {
+                "appended a new PT_LOAD segment"
+            },
+            list(moved),
+            if *moved_phdrs {
+                " and moved the program headers there"
+            } else {
+                ""
+            }
+        )
+    } else if let Layout::Grown { moved } = layout {
+        format!("grew the string table where it is{}", list(moved))
+    } else if *layout == Layout::InPlace {
+        "edited in place".to_string()
+    } else if *layout == Layout::Unchanged {
+        return "nothing to change: the file already is as asked".to_string();
+    } else {
+        format!("{layout:?}")
+    };
+    let n = |v: u64| {
+        let digits = v.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    let length = if old == new {
+        format!("length {} bytes, unchanged", n(old))
+    } else {
+        format!("length {} -> {} bytes", n(old), n(new))
+    };
+    format!(
+        "{how}: {} {}, {} {}; {length}",
+        writes,
+        if writes == 1 { "write" } else { "writes" },
+        n(bytes),
+        if bytes == 1 { "byte" } else { "bytes" }
+    )
 }
 
 /// `--remove-needed`, `--replace-needed` and `--add-needed`, in that order; a request that
@@ -514,7 +580,10 @@ fn main() -> ExitCode {
     };
     match out.error {
         Some(e) => {
-            say!("{prog}: cannot write to stdout: {e}");
+            say!(
+                "{prog}: cannot write to stdout: {}",
+                elfpatch::error::os_words(&e)
+            );
             ExitCode::from(if status == 0 { EXIT_STDOUT } else { status })
         }
         None => ExitCode::from(status),

@@ -67,7 +67,7 @@ impl<'a> AuditReport<'a> {
             counts: SeverityCounts::default(),
             denied: false,
             findings: Vec::new(),
-            errors: walk_error_entries(&scan.errors, |w| w.error.to_string()),
+            errors: walk_error_entries(&scan.errors, |w| elfpatch::error::os_words(&w.error)),
             census: scan.census,
             notes: scan.notes(),
         };

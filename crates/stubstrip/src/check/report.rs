@@ -163,7 +163,7 @@ impl CheckReport {
         let out = &mut p.report;
         if verbose {
             for c in &self.clean {
-                let _ = writeln!(out, "{}: {c}: no stub entries", crate::prog::name());
+                let _ = writeln!(out, "{c}: no stub entries");
             }
         }
         for f in &self.findings {

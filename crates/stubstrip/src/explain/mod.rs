@@ -38,4 +38,8 @@ pub struct ExplainConfig {
     pub overrides: SettingsOverrides,
     /// Which directories hold stubs.
     pub stubs: StubMatcher,
+    /// Answer "will it load where the driver is provided?" rather than "will it load here?":
+    /// a driver library missing here but searched for in the driver link counts as found
+    /// ([`report::ExplainReport::assume_driver`]).
+    pub assume_driver: bool,
 }

@@ -106,6 +106,10 @@ struct LookupView {
     /// Why the lookup ended where it did, in the words of those lines (`found in its RUNPATH;
     /// STUB: ...`, `already loaded`).
     why: String,
+    /// With `--assume-driver`: the driver link a driver library missing here is counted as
+    /// found in, because it is on the lookup's search path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assumed_in_driver_link: Option<String>,
     #[serde(skip)]
     object: Option<usize>,
     #[serde(skip)]
@@ -137,6 +141,10 @@ struct ExplainSummary {
     stubs: usize,
     /// `dlopen`s of loaded objects that find nothing (the program copes: not a problem).
     dlopen_not_found: usize,
+    /// With `--assume-driver`: driver libraries missing here, counted as found in the driver
+    /// link (not in `not_found`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    assumed_from_driver: Option<usize>,
 }
 
 /// The report of `stubstrip explain`.
@@ -213,6 +221,7 @@ fn lookup_view(
         },
         driver_library: is_driver_library(base_bytes(&r.expanded)),
         why: String::new(),
+        assumed_in_driver_link: None,
         object: None,
         loaded_here: false,
         requester: r.requester,
@@ -335,7 +344,12 @@ fn why(l: &LookupView) -> String {
         "error" => l.error.clone().unwrap_or_default(),
         _ => match (&l.error, l.dlopen, l.driver_library) {
             (Some(e), ..) => e.clone(),
-            (None, true, _) => "the dlopen() finds nothing here (the program copes)".to_string(),
+            // Only a dlopen the object makes by itself is one it copes with (no failure); one
+            // asked for on the command line is the question, and fails it.
+            (None, true, _) if l.dlopen_known_from.is_some() => {
+                "the dlopen() finds nothing here (the program copes)".to_string()
+            }
+            (None, true, _) => "the dlopen() finds nothing here".to_string(),
             (None, false, true) => "the driver provides it where the program runs".to_string(),
             (None, false, false) => String::new(),
         },
@@ -475,7 +489,7 @@ pub struct Detail {
 /// the object makes by itself, which it copes with), one that cannot load, a stub.
 fn is_problem(l: &LookupView) -> bool {
     match l.result {
-        "not_found" => l.dlopen_known_from.is_none(),
+        "not_found" => l.dlopen_known_from.is_none() && l.assumed_in_driver_link.is_none(),
         "error" => true,
         _ => l.stub.is_some() && l.loaded_here,
     }
@@ -559,7 +573,10 @@ fn render_answer(r: &ExplainReport, d: Detail, o: &mut String) {
             ("loaded" | "already_loaded", Some(p)) => p.clone(),
             ("error", Some(p)) => format!("ERROR: {p}"),
             ("error", None) => "ERROR".to_string(),
-            _ => "NOT FOUND".to_string(),
+            _ => match &l.assumed_in_driver_link {
+                Some(d) => format!("{d}/{}", base(l.expanded.as_deref().unwrap_or(&l.name))),
+                None => "NOT FOUND".to_string(),
+            },
         };
         let sep = if l.why.is_empty() { "" } else { ": " };
         let _ = writeln!(
@@ -738,9 +755,13 @@ fn render_summary(r: &ExplainReport, d: Detail, o: &mut String) {
     if !d.why && r.lookups.iter().any(|l| l.dlopen_known_from.is_some()) {
         more.push("--why: where each dlopen() is known from");
     }
+    let assumed = match sm.assumed_from_driver {
+        Some(n) => format!(", {n} assumed in the driver link (--assume-driver)"),
+        None => String::new(),
+    };
     let _ = writeln!(
         *o,
-        "{} loaded, {} not found, {} {}, {} {}{}{}",
+        "{} loaded{assumed}, {} not found, {} {}, {} {}{}{}",
         sm.loaded,
         sm.not_found,
         sm.errors,
@@ -783,6 +804,36 @@ fn render_text(r: &ExplainReport, d: Detail) -> String {
     o.push('\n');
     render_summary(r, d, &mut o);
     o
+}
+
+/// The first driver link directory ([`RUNTIME_DIRS`]) the loader searches for a library of
+/// object `requester`: in its RUNPATH, or without one in the RPATH of it or of an object that
+/// loaded it, or in `ld_library_path`. Driver link directories are absolute, so no `$ORIGIN`
+/// expansion is needed to recognise them.
+fn driver_link_on_path(
+    res: &Resolution,
+    requester: usize,
+    ld_library_path: &str,
+) -> Option<&'static str> {
+    let mut lists: Vec<String> = vec![ld_library_path.to_string()];
+    let o = &res.objects[requester];
+    match &o.info.runpath {
+        Some(rp) => lists.push(s(rp)),
+        None => {
+            let mut at = Some(requester);
+            while let Some(i) = at {
+                lists.extend(res.objects[i].info.rpath.as_deref().map(s));
+                // The program has no loader; a chain that loops would be a model bug.
+                at = res.objects[i].loader.filter(|&l| l != i);
+            }
+        }
+    }
+    RUNTIME_DIRS.iter().copied().find(|d| {
+        lists.iter().any(|list| {
+            list.split([':', ';'])
+                .any(|e| e.trim_end_matches('/') == *d)
+        })
+    })
 }
 
 impl ExplainReport {
@@ -851,6 +902,42 @@ impl ExplainReport {
                 l.why = why.to_string();
             }
         }
+    }
+
+    /// `--assume-driver`: the answer for a machine where the driver is provided (a GPU-less
+    /// builder asks it). A driver library (`libcuda.so.1`, ...) that is missing here counts as
+    /// found when a driver link directory is on its search path: the requester's RUNPATH, else
+    /// the RPATHs of it and the objects that loaded it, and LD_LIBRARY_PATH. One whose search
+    /// path has no driver link stays NOT FOUND: no machine's driver would be found by it. A
+    /// later lookup of a name counted as found counts too, wherever it searches: the loader
+    /// would have the library loaded by then, and reuse it.
+    pub fn assume_driver(&mut self, res: &Resolution) {
+        let llp = self.settings.ld_library_path.clone().unwrap_or_default();
+        let mut assumed = 0;
+        let mut found: Vec<(String, &'static str)> = Vec::new();
+        for l in &mut self.lookups {
+            if l.result != "not_found" || !l.driver_library || l.error.is_some() {
+                continue;
+            }
+            let name = base(l.expanded.as_deref().unwrap_or(&l.name)).to_string();
+            let earlier = found.iter().find(|(n, _)| *n == name).map(|(_, d)| *d);
+            let Some(dir) = earlier.or_else(|| driver_link_on_path(res, l.requester, &llp)) else {
+                continue;
+            };
+            found.push((name, dir));
+            l.why = format!(
+                "not on this machine; counted as found in the driver link {dir}, which provides \
+                 it where the driver is installed (--assume-driver)"
+            );
+            l.assumed_in_driver_link = Some(dir.to_string());
+            if l.dlopen_known_from.is_none() {
+                self.summary.not_found -= 1;
+            } else {
+                self.summary.dlopen_not_found -= 1;
+            }
+            assumed += 1;
+        }
+        self.summary.assumed_from_driver = Some(assumed);
     }
 
     /// Whether something is not found, cannot load, or is a stub.

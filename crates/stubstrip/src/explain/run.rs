@@ -85,6 +85,9 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
             report.set_driver_link_hint(&why);
         }
     }
+    if c.assume_driver {
+        report.assume_driver(&res);
+    }
     let code = if report.has_problems() {
         EXIT_PROBLEMS
     } else {
@@ -138,6 +141,7 @@ mod tests {
                             ..SettingsOverrides::default()
                         },
                         stubs: StubMatcher::default(),
+                        assume_driver: false,
                     };
                     let host = HostFs::default();
                     let plain = explain_on(&c, &host, &host);

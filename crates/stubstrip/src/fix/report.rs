@@ -154,15 +154,9 @@ impl<'a> FixReport<'a> {
         if verbose {
             for c in &self.changes {
                 for e in c.entries {
-                    let _ = writeln!(
-                        out,
-                        "{}: {}: {} {} -> {}",
-                        crate::prog::name(),
-                        c.path,
-                        e.tag.name(),
-                        e.old,
-                        e.new
-                    );
+                    // A line about one file starts with the file, as check's and audit's
+                    // findings do (printout.rs: the one prefix rule).
+                    let _ = writeln!(out, "{}: {} {} -> {}", c.path, e.tag.name(), e.old, e.new);
                 }
             }
         }

@@ -150,7 +150,10 @@ pub fn run(c: &FixupConfig) -> u8 {
             // A partial reply must not look like a complete one.
             notes.fail(
                 EXIT_STDOUT,
-                &format!("cannot write the instructions to stdout: {e}"),
+                &format!(
+                    "cannot write the instructions to stdout: {}",
+                    elfpatch::error::os_words(&e)
+                ),
             )
         }
         _ => 0,

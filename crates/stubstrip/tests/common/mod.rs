@@ -281,6 +281,22 @@ pub fn stub_dir(root: &Path) -> PathBuf {
     d
 }
 
+/// The toolkit's stub of the driver, kept the nixpkgs way under `root`: `libcuda.so` (SONAME
+/// `libcuda.so.1`, its `cuInit` returning 34, as the stub's does), with a `libcuda.so.1` symlink
+/// to it, in the store output `…-cuda_cudart-12.8.90-stubs/lib`; returns that directory.
+pub fn cuda_stub(root: &Path) -> PathBuf {
+    let stubs = root.join(format!("nix/store/{HASH}-cuda_cudart-12.8.90-stubs/lib"));
+    shared(
+        &stubs,
+        "libcuda.so",
+        "libcuda.so.1",
+        "int cuInit(unsigned f) { (void)f; return 34; }\n",
+        &[],
+    );
+    std::os::unix::fs::symlink("libcuda.so", stubs.join("libcuda.so.1")).unwrap();
+    stubs
+}
+
 /// A shared library whose `DT_RUNPATH` (or, with `rpath`, `DT_RPATH`) is `path`.
 pub fn lib_with_path(file: &Path, path: &str, rpath: bool) -> PathBuf {
     let name = file.file_name().unwrap().to_str().unwrap();

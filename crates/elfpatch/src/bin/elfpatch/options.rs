@@ -563,7 +563,13 @@ pub const OPTIONS: &[Opt] = &[
         set: |a, v| {
             let file = PathBuf::from(OsString::from_vec(one(v)));
             let text = std::fs::read(&file)
-                .map_err(|e| format!("cannot open map file {}: {e}", file.display()))?;
+                .map_err(|e| {
+                    format!(
+                        "cannot open map file {}: {}",
+                        file.display(),
+                        elfpatch::error::os_words(&e)
+                    )
+                })?;
             let map = a.rename_symbols.get_or_insert_with(Vec::new);
             elfpatch::symmap::parse_into(&text, map).map_err(|e| format!("{}:{e}", file.display()))
         },
@@ -739,10 +745,18 @@ pub fn resolve_at(opt: &str, arg: Vec<u8>) -> Result<Vec<u8>, ParseError> {
         return Ok(arg);
     };
     let path = PathBuf::from(OsString::from_vec(name.to_vec()));
-    // patchelf's words ("getting info about 'FILE'"), which its own tests look for.
+    // patchelf's words ("getting info about 'FILE': No such file or directory"), which its own
+    // tests look for: the system's description as strerror capitalises it, without Rust's
+    // "(os error N)".
     std::fs::read(&path).map_err(|e| {
+        let words = elfpatch::error::os_words(&e);
+        let mut chars = words.chars();
+        let words: String = chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default();
         ParseError::AtFile(format!(
-            "{opt} @{}: getting info about '{}': {e}",
+            "{opt} @{}: getting info about '{}': {words}",
             path.display(),
             path.display()
         ))

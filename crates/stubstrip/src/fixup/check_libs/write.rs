@@ -32,7 +32,7 @@ pub fn store_index(store_dir: &Path) -> BTreeMap<Vec<u8>, PathBuf> {
 
 /// Writing the check libraries failed; the message names the path.
 #[derive(Debug, Error)]
-#[error("{}: cannot {op}: {source}", path.display())]
+#[error("{}: cannot {op}: {}", path.display(), elfpatch::error::os_words(.source))]
 pub struct CheckLibsWriteError {
     /// The path.
     pub path: PathBuf,
