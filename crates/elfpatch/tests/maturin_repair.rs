@@ -125,6 +125,7 @@ fn maturins_repair_calls_graft_a_library_that_still_loads() {
             &format!("{build_dir}/main.c"),
             &format!("{build_dir}/ext.so"),
             "-Wl,-rpath,$ORIGIN/pkg",
+            &format!("-Wl,-rpath-link,{build_dir}"),
         ],
     );
     let (ext, lib) = (pkg.join("ext.so"), libs.join("libdep-1a2b3c4d.so.1"));
