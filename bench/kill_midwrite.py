@@ -41,7 +41,7 @@ def digest(path):
 
 
 def differing(a, b):
-    """Bytes of a that differ from b (b's missing tail counts as differing)."""
+    """Bytes of a's length that differ from b (b's missing tail counts as differing)."""
     n = 0
     with open(a, "rb") as fa, open(b, "rb") as fb:
         while True:
@@ -71,12 +71,20 @@ def verdict(path, original, edited):
 
 
 def run_killed(cmd, delay):
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # A session of its own: the kill reaches the editor's children too (arwen_editor.py runs
+    # arwen as one).
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
     time.sleep(delay)
     finished = p.poll() is not None
-    if not finished:
-        p.send_signal(signal.SIGKILL)
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     p.wait()
+    # The group's other members are gone once the kill is delivered; wait until none is left.
+    while subprocess.run(["pgrep", "-g", str(p.pid)], capture_output=True).returncode == 0:
+        time.sleep(0.01)
     return finished
 
 
