@@ -12,7 +12,7 @@ the file itself, as a build script calling arwen would:
     ARWEN=/path/to/arwen tests/cross/run.sh --editor arwen=tests/cross/arwen_editor.py
 
 ARWEN names the arwen binary (default: target/arwen/bin/arwen, where
-integrations/maturin/run.sh installs it). It is a test tool, not a product: an option arwen has
+`cargo install arwen --version 0.0.5 --locked --root target/arwen` puts it). It is a test tool, not a product: an option arwen has
 no subcommand for (--output, --add-rpath with --force-rpath, ...) exits 2 with the file untouched,
 which the suites count as refused. `--force-rpath` runs arwen's `force-rpath` (DT_RUNPATH
 becomes DT_RPATH) after the run path edit, as maturin's arwen branch does.
