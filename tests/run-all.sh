@@ -193,6 +193,11 @@ suite_release() { tests/release/run.sh; }
 suite_auditwheel() { tests/auditwheel/run.sh; }
 # maturin's repair with elfpatch as `patchelf`: a PyO3 extension linking the system's libxml2.
 suite_maturin() { tests/maturin/run.sh; }
+# maturin's repair on elfpatch in-process (integrations/maturin/README.md): building maturin takes
+# longer than CI has, so the run is recorded there; here the patches must still apply to the
+# crates.io release and the script must lint. The library calls the patch makes are tested by
+# crates/elfpatch/tests/maturin_repair.rs (suite rust).
+suite_integrations() { shellcheck -x integrations/maturin/run.sh && APPLY_ONLY=1 VARIANTS="elfpatch arwen" integrations/maturin/run.sh; }
 # The manual pages and completions the packages install: each page renders, each script parses.
 suite_manpages() { tests/manpages/run.sh; }
 # Every repository path the README, docs/ and the Nix guide name exists.
@@ -206,7 +211,7 @@ suite_bench_smoke() {
     python3 bench/growth_bench.py --symbols 2000 --real 20 --real-max-size 32M --report-only
 }
 
-all=(rust crates hook nix package cross cross_prior postproc sweep parity wheels patchelf_tests release auditwheel maturin demo bench_smoke manpages readme_paths)
+all=(rust crates hook nix package cross cross_prior postproc sweep parity wheels patchelf_tests release auditwheel maturin integrations demo bench_smoke manpages readme_paths)
 [[ -d fuzz ]] && all+=(fuzz)
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }

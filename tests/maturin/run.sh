@@ -60,35 +60,9 @@ build() {
   (cd "$WORK/src" && PATH=$WORK/path-$1:$WORK/venv/bin:$PATH \
     maturin build --release --auditwheel "${2:-repair}" -i "$WORK/venv/bin/python" -o "$WORK/dist-$1")
 }
-# grafted TOOL: the wheel carries libxml2, liblzma and ICU in xmlwheel.libs/.
-grafted() {
-  local dir=$WORK/unzipped-$1 lib
-  unzip -q -o "$WORK"/dist-"$1"/xmlwheel-*.whl -d "$dir" || return 1
-  ls "$dir"/xmlwheel.libs
-  for lib in libxml2 liblzma libicuuc libicudata; do
-    compgen -G "$dir/xmlwheel.libs/$lib*" >/dev/null || { echo "no $lib in xmlwheel.libs"; return 1; }
-  done
-}
-install_repaired() {
-  python3 -m venv "$WORK/use-$1" &&
-    "$WORK/use-$1/bin/pip" install -q --disable-pip-version-check --no-index --no-deps "$WORK"/dist-"$1"/xmlwheel-*.whl
-}
-import_repaired() {
-  (cd / && env -u LD_LIBRARY_PATH -u PYTHONPATH "$WORK/use-$1/bin/python" -I "$HERE/check_import.py")
-}
-# elflint TOOL: no eu-elflint message on the repaired extension and grafted libraries that its
-# original (the unrepaired extension, the system's library) did not draw.
-elflint() {
-  local dir=$WORK/unzipped-$1 f base pairs=()
-  pairs+=("$WORK/unzipped-original/xmlwheel/xmlwheel.abi3.so" "$dir/xmlwheel/xmlwheel.abi3.so")
-  for f in "$dir"/xmlwheel.libs/*; do
-    # libxml2-437e68a2.so.2 is a copy of the system's libxml2.so.2.
-    base=$(basename "$f")
-    pairs+=("$(readlink -f "$libdir/${base%%-*}.so.${base##*.so.}")" "$f")
-  done
-  python3 "$ROOT/tests/lib/new_elflint.py" "${pairs[@]}"
-}
-libdir=$(pkg-config --variable=libdir libxml-2.0)
+# grafted, install_repaired, import_repaired, elflint.
+# shellcheck source=tests/maturin/xmlwheel-checks.sh
+. "$HERE/xmlwheel-checks.sh"
 
 # The unrepaired wheel: the extension as the linker wrote it (and the first, longest build).
 build original skip >"$WORK/build-original.log" 2>&1 || { cat "$WORK/build-original.log"; die "maturin cannot build the extension"; }
