@@ -133,8 +133,9 @@ def edit(tool, args, path):
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{os.path.basename(tool)} {' '.join(args)} {path}: {p.stderr.strip()}")
-    m = re.search(r", (\d+) bytes, length", p.stderr)
-    return wall, int(m.group(1)) if m else None
+    # `--debug`'s line: "...: N writes, B bytes; length ..." (the bytes written).
+    m = re.search(r" ([\d,]+) bytes; length", p.stderr)
+    return wall, int(m.group(1).replace(",", "")) if m else None
 
 
 def pad(prefix, length):
