@@ -1204,6 +1204,13 @@ def main(argv=None):
                             "cases": rs}
     for n in notes:
         log("NOTE: " + n)
+    # What broke, in words: the table's letters alone do not say (the first 30 cases).
+    broken = [r for r in results if r["editor"] == "elfpatch" and r["status"] in ("BROKEN", "LOST", "FAIL")]
+    for r in broken[:30]:
+        log("%s %s %s/%s/%s.%s %s: %s" % (r["status"], r["editor"], r["arch"], r["variant"], r["kind"],
+                                         r["copy"], r["op"], clip(r.get("reason", ""), 600)))
+    if len(broken) > 30:
+        log("... and %d more (--json has them all)" % (len(broken) - 30))
     total_s = time.monotonic() - t_start
     log("")
     log("total time %.1fs" % total_s)
