@@ -153,10 +153,12 @@ def _norm(lines):
     return {re.sub(r"0x[0-9a-f]+|\b\d+\b", "#", line) for line in lines}
 
 
-def check(pp: PostProc, orig: str, edited: str, workdir: str, loads, tools: Tools, elflint=True):
+def check(pp: PostProc, orig: str, edited: str, workdir: str, loads, tools: Tools, elflint=True,
+          loads_unedited=None):
     """The invariant for one post-processor on one edited file: a list of problems, each
     (kind, message); empty when it holds. `loads(path)` says whether a file loads and runs as
-    `edited` did (None when it does, else why not)."""
+    `edited` did (None when it does, else why not); `loads_unedited(path)`, where given, whether
+    the tool's output of the unedited file loads as the unedited file did."""
     probs = []
     base_dir = os.path.join(workdir, "unedited")
     got_dir = os.path.join(workdir, "edited")
@@ -181,6 +183,11 @@ def check(pp: PostProc, orig: str, edited: str, workdir: str, loads, tools: Tool
     why = loads(got)
     if why:
         own = own_damage(orig, base) if brc == 0 else None
+        if own is None and brc == 0 and loads_unedited is not None:
+            # llvm-objcopy lays out a PT_LOAD that starts where an earlier PT_NOTE starts (as
+            # patchelf appends them: auditwheel's wheels) at the note's alignment, edited or not.
+            unedited_why = loads_unedited(base)
+            own = "its output of the unedited file: %s" % unedited_why if unedited_why else None
         if own:
             # The tool breaks the unedited file the same way (patchelf 0.15.2's --shrink-rpath
             # overwrites a NEEDED name that shares bytes with the run path: its #162).

@@ -110,6 +110,7 @@ def check_file(task):
         shutil.rmtree(d, ignore_errors=True)
         return res
     loads, (lib, resolves) = host_loads(edited)
+    loads_unedited, _ = host_loads(src)
     if opts["require_load"] and not (lib or resolves):
         res["status"] = "SKIP"
         res["reason"] = "the edited file neither loads nor resolves here"
@@ -122,7 +123,7 @@ def check_file(task):
         if opts["only"] and not any(o in pp.name for o in opts["only"]):
             continue
         for kind, msg in postproc.check(pp, src, edited, os.path.join(d, "pp%02d" % i), loads, tools,
-                                        elflint=opts["elflint"]):
+                                        elflint=opts["elflint"], loads_unedited=loads_unedited):
             (notes if kind in postproc.NOTES else probs).append((kind, msg))
     if notes:
         res["notes"] = [m for _, m in notes]
