@@ -49,6 +49,7 @@ pub mod error;
 pub mod file;
 pub mod format;
 pub mod hash;
+pub mod layout;
 pub mod need;
 pub mod note;
 pub mod plan;

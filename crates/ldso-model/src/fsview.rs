@@ -53,6 +53,10 @@ pub struct ElfInfo {
     /// damage it worked around or that makes it refuse an edit, and facts no loader cares about
     /// ([`elfpatch::Warning`]). Nothing the loader model decides on; `stubstrip audit` reports it.
     pub header_warnings: Vec<elfpatch::Warning>,
+    /// Layout inconsistencies a post-processor can leave (a hash table outside its segment,
+    /// sections no `PT_LOAD` covers): [`elfpatch::layout::layout_problems`], one line each.
+    /// `stubstrip audit` and `check` report them.
+    pub layout_problems: Vec<String>,
 }
 
 impl ElfInfo {
@@ -77,6 +81,10 @@ impl ElfInfo {
             interpreter: e.interpreter().map(<[u8]>::to_vec),
             dynamic: e.dynamic.is_some(),
             header_warnings: e.warnings.clone(),
+            layout_problems: elfpatch::layout::layout_problems(e)
+                .into_iter()
+                .map(|p| p.message)
+                .collect(),
             ..ElfInfo::default()
         }
     }

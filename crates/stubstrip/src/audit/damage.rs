@@ -7,7 +7,7 @@
 
 use elfpatch::{Warning, WarningKind};
 
-use super::rules::{AuditFinding, DAMAGED, HARMLESS};
+use super::rules::{AuditFinding, DAMAGED, HARMLESS, LAYOUT};
 
 /// The findings of one file's section-header warnings: one per damage, one for all the facts.
 pub fn findings(warnings: &[Warning]) -> Vec<AuditFinding> {
@@ -28,6 +28,14 @@ pub fn findings(warnings: &[Warning]) -> Vec<AuditFinding> {
         out.push(AuditFinding::new(HARMLESS, format!("{first}{more}")));
     }
     out
+}
+
+/// The findings of one file's layout problems: one error each.
+pub fn layout_findings(problems: &[String]) -> Vec<AuditFinding> {
+    problems
+        .iter()
+        .map(|p| AuditFinding::new(LAYOUT, format!("the layout is inconsistent: {p}")))
+        .collect()
 }
 
 #[cfg(test)]
@@ -74,5 +82,8 @@ mod tests {
             f[1].message
         );
         assert!(findings(&[]).is_empty());
+        let l = layout_findings(&["DT_GNU_HASH at address 0x1000: outside".into()]);
+        assert_eq!((l[0].code, l[0].severity), ("SS015", Severity::Error));
+        assert!(l[0].message.contains("DT_GNU_HASH"), "{}", l[0].message);
     }
 }

@@ -150,6 +150,15 @@ pub const HARMLESS: AuditRule = AuditRule {
     fix: "nothing to do: the loader reads the program headers; tools that take section headers at their word may read such sections misaligned",
 };
 
+/// A layout the loader refuses or trips over, as a post-processor can leave it
+/// ([`elfpatch::layout::layout_problems`]).
+pub const LAYOUT: AuditRule = AuditRule {
+    code: "SS015",
+    severity: Severity::Error,
+    title: "the layout is inconsistent (a hash table outside its segment, sections or segments no PT_LOAD covers, a PT_LOAD misaligned): the loader refuses it or aborts",
+    fix: "rebuild the file, or redo the step that re-laid it out (strip, eu-strip, llvm-strip, objcopy) on the unedited file; report it if elfpatch's edit came before",
+};
+
 /// Every rule, in code order (the table in EXPLAIN.md).
 pub const RULES: &[AuditRule] = &[
     STUB_ENTRY,
@@ -166,6 +175,7 @@ pub const RULES: &[AuditRule] = &[
     DLOPEN_STUB,
     DAMAGED,
     HARMLESS,
+    LAYOUT,
 ];
 
 /// The table of [`RULES`] in Markdown: code, severity, finding, fix.

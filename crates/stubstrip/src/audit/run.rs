@@ -71,7 +71,8 @@ fn audit_file(
     };
     // What elfpatch found in the section headers, for every loadable object (a static program
     // cut short too).
-    let damage = super::damage::findings(&info.header_warnings);
+    let mut damage = super::damage::findings(&info.header_warnings);
+    damage.extend(super::damage::layout_findings(&info.layout_problems));
     if !header.is_loadable() {
         return AuditOutcome::NotAudited;
     }

@@ -29,6 +29,9 @@ pub struct Checked {
     /// The damage elfpatch found reading it ([`crate::elf_file::damage`]): said, not failed on
     /// (the run paths were read all the same).
     pub damage: Vec<String>,
+    /// Its layout problems ([`elfpatch::layout::layout_problems`]): a file the loader refuses,
+    /// reported as an error of the file.
+    pub layout: Vec<String>,
 }
 
 /// What `check` does, decided from the arguments.

@@ -76,6 +76,10 @@ impl CheckReport {
                         path: path.display().to_string(),
                         error: d.clone(),
                     }));
+                    r.errors.extend(checked.layout.iter().map(|l| ErrorEntry {
+                        path: path.display().to_string(),
+                        error: format!("{}: the layout is inconsistent: {l}", path.display()),
+                    }));
                     let found = &checked.entries;
                     if found.is_empty() {
                         r.clean.push(path.display().to_string());

@@ -21,6 +21,10 @@ pub fn check_file(path: &Path, stubs: &StubMatcher) -> CheckOutcome {
         Checked {
             entries,
             damage: elf_file::damage(&elf),
+            layout: elfpatch::layout::layout_problems(&elf)
+                .into_iter()
+                .map(|p| p.message)
+                .collect(),
         }
     }))
 }
