@@ -122,6 +122,27 @@ pub fn layout_problems(e: &Elf) -> Vec<Problem> {
                 h.sh_offset,
                 h.sh_size
             )));
+            continue;
+        }
+        // The PT_LOAD that holds the section's bytes must map them at the section's address:
+        // GNU strip that had to move a section (`lma ... adjusted`) leaves the segment mapping
+        // other bytes there, and the loader then reads a hash table from the wrong place (ld.so
+        // asserts in _dl_setup_hash).
+        let holder = loads
+            .iter()
+            .find(|l| l.contains_offset(h.sh_offset, h.sh_size.max(1)));
+        if let Some(l) = holder {
+            let mapped_at = l.p_vaddr.wrapping_add(h.sh_offset - l.p_offset);
+            if h.sh_addr != 0 && mapped_at != h.sh_addr {
+                out.push(problem(format!(
+                    "section {} ({}) at address {:#x}, offset {:#x}: the PT_LOAD holding those bytes maps them at {:#x}",
+                    s.index,
+                    String::from_utf8_lossy(&s.name),
+                    h.sh_addr,
+                    h.sh_offset,
+                    mapped_at
+                )));
+            }
         }
     }
     out
@@ -168,6 +189,29 @@ mod tests {
         assert!(
             p.iter()
                 .any(|p| p.message.contains("outside every PT_LOAD")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn a_load_that_maps_sections_elsewhere_is_named() {
+        // What GNU strip leaves when it had to move a section (`lma ... adjusted`): the segment
+        // maps its bytes elsewhere (here a whole alignment higher, still congruent), the
+        // sections' addresses as they were.
+        let mut e = this_test();
+        let i = e
+            .phdrs
+            .iter()
+            .position(|p| p.p_type == elf::PT_LOAD)
+            .unwrap();
+        let align = e.phdrs[i].p_align.max(4096);
+        e.phdrs[i].p_vaddr += align;
+        e.phdrs[i].p_paddr += align;
+        let p = layout_problems(&e);
+        assert!(
+            p.iter().any(|p| p
+                .message
+                .contains("the PT_LOAD holding those bytes maps them at")),
             "{p:?}"
         );
     }
