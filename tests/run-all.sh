@@ -216,7 +216,7 @@ all=(rust crates hook nix package cross cross_prior postproc sweep parity wheels
 [[ -f tests/gpu/run.sh ]] && all+=(gpu_syntax)
 suite_fuzz() { fuzz/run.sh "$FUZZ_SECONDS"; }
 # The GPU proofs themselves need the device (tests/gpu/README.md); here they must parse and lint.
-suite_gpu_syntax() { bash -n tests/gpu/run.sh && bash -n tests/gpu/torch.sh && bash -n tests/gpu/consumers.sh && bash -n tests/gpu/driver-link.sh && shellcheck -x tests/gpu/*.sh; }
+suite_gpu_syntax() { bash -n tests/gpu/run.sh && bash -n tests/gpu/torch.sh && bash -n tests/gpu/consumers.sh && bash -n tests/gpu/driver-link.sh && bash -n tests/gpu/real-cuda-driver-link.sh && shellcheck -x tests/gpu/*.sh; }
 
 selected=("$@")
 ((${#selected[@]})) || selected=("${all[@]}")
