@@ -31,24 +31,12 @@ if [[ -z ${REAL_CUDA_DL_NS-} ]]; then
   exec env REAL_CUDA_DL_NS=1 unshare -m --propagation private -- "$BASH" "$0" "$@"
 fi
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUNDLE=$(cd "${1:?usage: real-cuda-driver-link.sh BUNDLE}" && pwd)
-STUBSTRIP=${STUBSTRIP:-$ROOT/target/x86_64-unknown-linux-musl/release/stubstrip}
-if [[ -n ${OUT-} && -d ${OUT-} ]]; then
-  exec > >(tee "$OUT/gpu-real-cuda-driver-link.log") 2>&1
-fi
-passed=0 failed=0
-check() { # DESCRIPTION COMMAND...
-  local d=$1
-  shift
-  if "$@"; then passed=$((passed + 1)) && echo "PASS: $d"; else failed=$((failed + 1)) && echo "FAIL: $d"; fi
-}
-section() { printf '\n==== %s\n' "$*"; }
-die() {
-  echo "real-cuda-driver-link: $*"
-  echo "$passed passed, $((failed + 1)) failed"
-  exit 1
-}
+STUBSTRIP=${STUBSTRIP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/target/x86_64-unknown-linux-musl/release/stubstrip}
+NAME=real-cuda-driver-link
+# check, die, section, ROOT and the log in $OUT: what the GPU scripts share.
+# shellcheck source=tests/gpu/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpu-real-cuda-dl.XXXXXX")
 cleanup() {
@@ -177,5 +165,5 @@ for p in "${progs[@]}"; do
 done
 
 echo
-echo "$passed passed, $failed failed"
+echo "$pass passed, $failed failed"
 ((failed == 0))
