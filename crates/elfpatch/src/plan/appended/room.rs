@@ -1,7 +1,9 @@
 //! Room for one more program header, which a new `PT_LOAD` needs: a `PT_NULL` entry to reuse,
-//! free bytes after the table, or room made by moving the read-only tables that follow it
-//! (`.interp`, notes, hash tables, `.dynsym`, `.dynstr`, version tables) into the new segment;
-//! only when none of that works does the table itself move.
+//! free bytes after the table, room made by moving the read-only tables that follow it
+//! (`.interp`, notes, hash tables, `.dynsym`, `.dynstr`, version tables) into the new segment, or
+//! a shared library's `PT_PHDR` entry (before a block over 64 KiB); only when none of that works
+//! does the table itself move, the one layout GNU strip does not keep (docs/elfpatch.md, "After
+//! the edit").
 //!
 //! What may move is decided from what occupies the bytes after the table: sections when there are
 //! section headers, and always the regions the program headers and the dynamic array describe.
