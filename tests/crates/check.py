@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What the workspace promises about its crates, checked from their manifests and sources.
 
-    python3 tests/crates/check.py [CHECK...]     CHECK: msrv, deps, length, imports, publish (default: all)
+    python3 tests/crates/check.py [CHECK...]     CHECK: msrv, deps, length, imports, methods, files,
+                                                 publish (default: all)
 
 - msrv: the workspace's `rust-version` is at least the `rust_version` of every crate that a
   publishable crate (elfpatch, stubstrip, ldso-model) builds with: its normal and build
@@ -23,6 +24,12 @@
   comments and strings aside) is an edge, and no set of files may reach each other. Crate roots
   (lib.rs, main.rs, bin/*.rs) and mod.rs files are hubs, left out: they declare the modules and
   hold what all of them share.
+- methods: no type's inherent methods (`impl Type {`, not trait impls) live in more than two files,
+  and none ties files both ways out of sight: the file declaring a type depends on every file that
+  holds its methods (a caller of `value.method()` needs it, though no `use` line says so), so
+  those edges join the import graph of `imports`, which must stay free of circles.
+- files: no source file in crates/*/src or fuzz/ has more than 900 lines before its unit tests
+  (its first `#[cfg(test)]` line).
 - publish: `cargo publish --dry-run` passes for elfpatch alone (packaged and built as crates.io
   would), and for elfpatch, ldso-model and stubstrip together (cargo >= 1.90 verifies each against
   the others as packaged; alone, the other two wait for elfpatch on crates.io). It needs the
@@ -453,32 +460,117 @@ def strongly_connected(graph: dict) -> list[list]:
     return out
 
 
+def import_graph(src_root: Path):
+    """The crate's modules, its import graph between non-hub files, and each such node's path."""
+    modules = crate_modules(src_root)
+    known = {(root, module) for root, module, _ in modules.values()}
+    hubs = {(root, module) for root, module, hub in modules.values() if hub}
+    path_of = {(root, module): p for p, (root, module, hub) in modules.items() if not hub}
+    graph: dict = {}
+    for path, (root, module, hub) in modules.items():
+        if hub:
+            continue
+        node = (root, module)
+        targets = import_edges(path, root, module, known)
+        graph[node] = {
+            (root, t) for t in targets
+            if (root, t) != node and (root, t) not in hubs and (root, t) in path_of
+        }
+    return modules, graph, path_of
+
+
+def circles(src_root: Path, graph: dict, path_of: dict, what: str, hint: str) -> None:
+    for comp in strongly_connected(graph):
+        name = lambda n: str(path_of[n].relative_to(src_root))
+        edges = [f"{name(a)} -> {name(b)}" for a in comp for b in sorted(graph[a]) if b in comp]
+        fail(f"{what}: a module import circle in {src_root.relative_to(ROOT)}: "
+             f"{', '.join(edges)}; {hint}")
+
+
 def check_imports() -> None:
     files = 0
     for src_root in sorted(ROOT.glob("crates/*/src")):
-        modules = crate_modules(src_root)
-        known = {(root, module) for root, module, _ in modules.values()}
-        hubs = {(root, module) for root, module, hub in modules.values() if hub}
-        path_of = {(root, module): p for p, (root, module, hub) in modules.items() if not hub}
-        graph: dict = {}
-        for path, (root, module, hub) in modules.items():
-            if hub:
-                continue
-            files += 1
-            node = (root, module)
-            targets = import_edges(path, root, module, known)
-            graph[node] = {
-                (root, t) for t in targets
-                if (root, t) != node and (root, t) not in hubs and (root, t) in path_of
-            }
-        for comp in strongly_connected(graph):
-            name = lambda n: str(path_of[n].relative_to(src_root))
-            edges = [f"{name(a)} -> {name(b)}" for a in comp for b in sorted(graph[a]) if b in comp]
-            fail(f"imports: a module import circle in {src_root.relative_to(ROOT)}: "
-                 f"{', '.join(edges)}; let the lower module not name the higher one")
+        _, graph, path_of = import_graph(src_root)
+        files += len(graph)
+        circles(src_root, graph, path_of, "imports", "let the lower module not name the higher one")
     ok = not any(f.startswith("imports:") for f in failures)
     print(f"{'ok: ' if ok else ''}{files} modules checked for import circles (lib.rs, main.rs, "
           "bin roots and mod.rs are hubs)")
+
+
+# --- methods ----------------------------------------------------------------------------------
+
+MAX_METHOD_FILES = 2
+DECLARE = re.compile(r"(?<![\w])(?:struct|enum|union)\s+([A-Z][A-Za-z0-9_]*)")
+# An inherent impl: `impl<...> Name<...> {` with no `for` (trait impls are not methods of the type).
+INHERENT = re.compile(r"(?<![\w])impl\s*(?:<[^{;]*?>)?\s*([A-Z][A-Za-z0-9_]*)\s*(?:<[^{;]*?>)?\s*(?:where[^{;]*)?\{")
+
+
+def check_methods() -> None:
+    """No type's inherent methods spread over more than MAX_METHOD_FILES files, and none hides a
+    two-way tie: the file declaring a type reaches every file that holds its methods (code that
+    calls `value.method()` depends on where the method is, though no `use` line says so), so
+    those edges join the import graph, which must stay free of circles."""
+    types = 0
+    for src_root in sorted(ROOT.glob("crates/*/src")):
+        modules, graph, path_of = import_graph(src_root)
+        node_of = {p: (root, module) for p, (root, module, hub) in modules.items()}
+        declared: dict = {}
+        impls: dict = {}
+        for path in modules:
+            code = code_only(path.read_text())
+            for m in DECLARE.finditer(code):
+                declared.setdefault((modules[path][0], m.group(1)), set()).add(path)
+            for m in INHERENT.finditer(code):
+                impls.setdefault((modules[path][0], m.group(1)), set()).add(path)
+        for (root, name), files in sorted(impls.items()):
+            homes = declared.get((root, name), set())
+            for path in sorted(files):
+                # Where the impl's type is declared: its own file, else the one it imports.
+                home = [h for h in homes if h == path] or [
+                    h for h in homes if node_of[h] in graph.get(node_of[path], set())
+                ] or (sorted(homes)[:1] if len(homes) == 1 else [])
+                if not home:
+                    continue
+                key = (home[0], name)
+                impls_of = impls.setdefault(("by-home", key), set())
+                impls_of.add(path)
+                a, b = node_of[home[0]], node_of[path]
+                if a != b and a in graph and b in graph:
+                    graph[a] = graph[a] | {b}
+        for key, files in sorted((k[1], v) for k, v in impls.items() if k[0] == "by-home"):
+            types += 1
+            if len(files) > MAX_METHOD_FILES:
+                home, name = key
+                fail(f"methods: {name} (declared in {home.relative_to(ROOT)}) has inherent methods "
+                     f"in {len(files)} files: "
+                     f"{', '.join(str(f.relative_to(src_root)) for f in sorted(files))}; at most "
+                     f"{MAX_METHOD_FILES}: make the others functions of the value they need")
+        circles(src_root, graph, path_of, "methods",
+                "a type's methods in a file that imports the type's file tie the two both ways")
+    ok = not any(f.startswith("methods:") for f in failures)
+    print(f"{'ok: ' if ok else ''}{types} types with inherent methods checked")
+
+
+# --- files ------------------------------------------------------------------------------------
+
+MAX_FILE_LINES = 900
+
+
+def check_files() -> None:
+    """No source file is longer than MAX_FILE_LINES before its unit tests (`#[cfg(test)]`)."""
+    n = 0
+    for path in sorted(ROOT.glob("crates/*/src/**/*.rs")) + sorted(ROOT.glob("fuzz/**/*.rs")):
+        if "target" in path.parts:
+            continue
+        n += 1
+        lines = path.read_text().splitlines()
+        body = next((i for i, l in enumerate(lines) if l.strip() == "#[cfg(test)]"), len(lines))
+        if body > MAX_FILE_LINES:
+            fail(f"files: {path.relative_to(ROOT)} has {body} lines before its unit tests (more "
+                 f"than {MAX_FILE_LINES}); split it by concept")
+    ok = not any(f.startswith("files:") for f in failures)
+    print(f"{'ok: ' if ok else ''}{n} source files checked for length")
 
 
 # --- publish ----------------------------------------------------------------------------------
@@ -549,6 +641,8 @@ CHECKS = {
     "deps": check_deps,
     "length": check_length,
     "imports": check_imports,
+    "methods": check_methods,
+    "files": check_files,
     "publish": check_publish,
 }
 
