@@ -9,8 +9,9 @@
 //!   file laid out the way GNU ld lays files out; [`layout`] tells where
 //!   everything went without producing the bytes.
 //! * [`oracle`] is a small, self-contained ELF reader (it shares no code
-//!   with the builder or with any editor: own decoding, own hash functions;
-//!   the numbers are `object::elf`'s) with [`oracle::read`] returning a plain model and
+//!   with any editor, and with the builder only the plain section record
+//!   [`PlacedSection`]: own decoding, own hash functions; the numbers are
+//!   `object::elf`'s) with [`oracle::read`] returning a plain model and
 //!   [`oracle::check_layout`] listing invariant violations.
 //! * `strategy` (feature `proptest`, on by default) generates arbitrary
 //!   specs for property tests.
@@ -40,13 +41,17 @@
 #![warn(missing_docs)]
 
 mod build;
+mod section;
 mod strtab;
 
 pub mod oracle;
 #[cfg(feature = "proptest")]
 pub mod strategy;
 
-pub use build::{build, build_to, layout, Layout, PlacedSection, Segment, SpecError};
+pub use build::{build, build_to, layout, Layout, Segment, SpecError};
+/// One section as the builder placed it (whether or not section headers are written): the
+/// crate's one section type, which the oracle reads section headers into as well.
+pub use section::Section as PlacedSection;
 
 /// ELF file class (`EI_CLASS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
