@@ -15,7 +15,7 @@ pub(super) struct Placement {
     pub(super) phoff: u64,
     pub(super) phnum: u64,
     /// `p_filesz` (and `p_memsz`) of the first `PT_LOAD`: short of its end with
-    /// [`Spec::tail_bytes`].
+    /// [`Spec::tail_bytes`](crate::Spec::tail_bytes).
     pub(super) first_filesz: u64,
     /// The executable `PT_LOAD`'s file range.
     pub(super) text_off: u64,
