@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-call cost of elfpatch against patchelf 0.19.3 on small files: stdenv's fixup calls.
 
-nixpkgs' fixup phase calls `patchelf` thousands of times on small files (issue 17: more than
+nixpkgs' fixup phase calls `patchelf` thousands of times on small files (more than
 10,000 calls over 2,000 ELF files, median 23 KiB), so what one call costs is mostly starting the
 process, not editing. This script builds a small shared library and a small program with gcc and
 times, in the same run and interleaved call by call, the command lines stdenv's hooks use:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/gpu/consumers.sh: issue 14 on a real GPU, with NVIDIA's own stub and the real driver.
+# tests/gpu/consumers.sh: the consumers of a fixed package on a real GPU, with NVIDIA's own stub and
+# the real driver.
 #
 # The chain of tests/nixpkgs and tests/nix, in tests/hook's emulation of stdenv (the device has no
 # Nix): A is a Nix-store-shaped stubs output holding NVIDIA's stub libcuda.so; B a package fixed by

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tests/gpu/driver-link.sh: issue 37 on the GPU machine, which is not NixOS (the driver under
-# /usr/local/nvidia/lib64 and /usr/lib, no /run/opengl-driver). As root, inside a private mount
-# namespace with a tmpfs on /run (the machine's /run is never touched; where the namespace cannot
-# be made, the driver link is $W/run/opengl-driver/lib instead, through --driver-link):
+# tests/gpu/driver-link.sh: `stubstrip driver-link` on the GPU machine, which is not NixOS (the
+# driver under /usr/local/nvidia/lib64 and /usr/lib, no /run/opengl-driver). As root, inside a
+# private mount namespace with a tmpfs on /run (the machine's /run is never touched; where the
+# namespace cannot be made, the driver link is $W/run/opengl-driver/lib instead, through
+# --driver-link):
 #
 # 1. builds, with this machine's gcc, the real-cuda chain's two consumers
 #    (tests/nixpkgs/real-cuda/driver-api.c and runtime-api.c) as a Nix build leaves them after our

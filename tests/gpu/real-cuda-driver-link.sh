@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tests/gpu/real-cuda-driver-link.sh BUNDLE: issue 37 with the Nix-built programs of the real-cuda
-# chain (tests/nixpkgs/README.md, real-cuda; BUNDLE is the `bundle/` that `run.sh real-cuda` left:
-# closure.tar.xz, programs.txt). On the GPU machine, which is not NixOS, as root, inside a private
-# mount namespace (`unshare -m`) with a tmpfs on /run (the machine's /run is never touched):
+# tests/gpu/real-cuda-driver-link.sh BUNDLE: `stubstrip driver-link` with the Nix-built programs of
+# the real-cuda chain (tests/nixpkgs/README.md, real-cuda; BUNDLE is the `bundle/` that `run.sh
+# real-cuda` left: closure.tar.xz, programs.txt). On the GPU machine, which is not NixOS, as root,
+# inside a private mount namespace (`unshare -m`) with a tmpfs on /run (the machine's /run is never
+# touched):
 #
 # 1. unpacks the closures under /nix/store and takes the programs of our hook's variants (`ours`,
 #    `oursNoPropagate`): nixpkgs' fixup with our hook left /run/opengl-driver/lib in their RUNPATH;

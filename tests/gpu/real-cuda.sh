@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/gpu/real-cuda.sh BUNDLE: the GPU end of the real-cuda chain (issue 20). BUNDLE is what
+# tests/gpu/real-cuda.sh BUNDLE: the GPU end of the real-cuda chain. BUNDLE is what
 # `tests/nixpkgs/run.sh real-cuda` left in $REAL_CUDA_OUT/bundle: closure.tar.xz (the runtime
 # closures of the consumers that nixpkgs built from NVIDIA's cuda_cudart) and programs.txt
 # ("VARIANT PROGRAM STORE-PATH" lines). As root on the GPU machine, it

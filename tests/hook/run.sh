@@ -671,7 +671,7 @@ quietCase() { # MODE
 }
 
 ######################################################################
-# The consumers of a fixed package (issue 14). B is the fixed package (the
+# The consumers of a fixed package. B is the fixed package (the
 # derivation above, its lib output holding libcudafake.so, which needs
 # libcuda.so.1); a consumer C has no CUDA input of its own, only B (directly or
 # through a package P that propagates it). C links a program d against B's

@@ -23,7 +23,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
-# Pinned: the maturin release that refused `patchelf 0.19.3 (elfpatch 0.1.0)` (issue 27).
+# Pinned: the maturin release that refused `patchelf 0.19.3 (elfpatch 0.1.0)` as a version.
 MATURIN=maturin==1.16.0
 
 die() {

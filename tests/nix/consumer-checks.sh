@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # What tests/nix/consumers.sh (mock) and tests/nixpkgs/consumers.sh (real nixpkgs) check the same
-# way, for issue 14. The caller defines pass and fail.
+# way: the consumers of a fixed package. The caller defines pass and fail.
 
 # closureFigure LABEL B BOPT CHECKHOOK BLOG: prints the closure figure of B against BOPT (the same
 # package built with dontStubstripPropagateCheckFallback): the store paths B references beyond

@@ -1,8 +1,9 @@
 # shellcheck shell=bash
-# Sourced by tests/nix/run.sh (which defines pass, fail, work, system, nixOpts): issue 14 at mock
-# level, ./consumers.nix built for real in the local store, in Nix's sandbox (only the closure of
-# a derivation's inputs is visible, no /run/opengl-driver), the host's /bin, /usr and /lib
-# mounted for the mock's builders. See ./README.md, "The consumers of a fixed package".
+# Sourced by tests/nix/run.sh (which defines pass, fail, work, system, nixOpts): the consumers of a
+# fixed package at mock level, ./consumers.nix built for real in the local store, in Nix's sandbox
+# (only the closure of a derivation's inputs is visible, no /run/opengl-driver), the host's /bin,
+# /usr and /lib mounted for the mock's builders. See ./README.md, "The consumers of a fixed
+# package".
 # shellcheck disable=SC2154 # work and system come from run.sh
 
 # shellcheck source=tests/nix/consumer-checks.sh

@@ -1,10 +1,10 @@
 # shellcheck shell=bash
-# Sourced by tests/nixpkgs/run.sh (which defines pass, fail, work and exports NIXPKGS): issue 14
-# with nixpkgs' own machinery (./consumers.nix), every build in Nix's sandbox: only the closure of
-# a derivation's inputs is visible, and no /run/opengl-driver unless a fake driver is mounted
-# there. The host's /bin, /usr, /lib, /lib64 and /etc/alternatives are mounted for the native
-# stdenv's tools. Nix 2.8 points NIX_ATTRS_SH_FILE at the build directory's path outside the
-# sandbox, so builds run with TMPDIR under $work, mounted at the same path inside.
+# Sourced by tests/nixpkgs/run.sh (which defines pass, fail, work and exports NIXPKGS): the
+# consumers of a fixed package with nixpkgs' own machinery (./consumers.nix), every build in Nix's
+# sandbox: only the closure of a derivation's inputs is visible, and no /run/opengl-driver unless a
+# fake driver is mounted there. The host's /bin, /usr, /lib, /lib64 and /etc/alternatives are
+# mounted for the native stdenv's tools. Nix 2.8 points NIX_ATTRS_SH_FILE at the build directory's
+# path outside the sandbox, so builds run with TMPDIR under $work, mounted at the same path inside.
 # shellcheck disable=SC2154 # work comes from run.sh
 
 # shellcheck source=tests/nix/consumer-checks.sh

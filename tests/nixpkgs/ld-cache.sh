@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by tests/nixpkgs/run.sh (which defines pass, fail, here, repo, work and nixOpts and
-# exports NIXPKGS): the part `ld-cache` (issue 18 item 2; README.md, "The ld-cache part"). The
+# exports NIXPKGS): the part `ld-cache` (README.md, "The ld-cache part"). The
 # consumers of ./ld-cache.nix — a resolution-cache step like nixpkgs PR #535735's, running
 # patchelf 0.19.3's --build-resolution-cache after stubstrip's step and before it — each output
 # checked here; and the negative control (the step first, stubstrip off), whose note pins the stub.

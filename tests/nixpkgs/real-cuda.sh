@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by tests/nixpkgs/run.sh (which defines pass, fail, here, repo, work and exports NIXPKGS)
-# for the opt-in part `real-cuda` (./README.md, issue 20): nixpkgs' own buildRedist cuda_cudart of
+# for the opt-in part `real-cuda` (./README.md): nixpkgs' own buildRedist cuda_cudart of
 # cudaPackages_13_0 from NVIDIA's files, and its two consumers (./real-cuda.nix) in three variants,
 # every build in Nix's sandbox. It checks here what a build can show, keeps each build log, and
 # packs the runtime closures and tests/gpu/real-cuda.sh for the GPU machine.

@@ -160,7 +160,7 @@ if want elfpatch-stdenv; then
     elfpatchStdenvTests
 fi
 
-# --- ld-cache (opt-in): issue 18, a resolution-cache step before and after ours (./ld-cache.sh)
+# --- ld-cache (opt-in): a resolution-cache step before and after ours (./ld-cache.sh)
 # shellcheck source=tests/nixpkgs/ld-cache.sh
 if want ld-cache; then . "$here/ld-cache.sh" && ldCacheTests; fi
 

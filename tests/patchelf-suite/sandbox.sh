@@ -5,7 +5,7 @@
 # (`unshare -m --propagation private`); PARENT_MNT_NS is the caller's own namespace
 # (readlink /proc/self/ns/mnt), so that a call outside unshare refuses instead of mounting over the
 # machine's /dev. patchelf's invalid-elf.sh writes `--output /dev/null`; a tool that renames a
-# temporary file over its output would otherwise replace the machine's /dev/null (issue 17), and
+# temporary file over its output would otherwise replace the machine's /dev/null, and
 # its temporary file would land in the machine's /dev.
 set -euo pipefail
 

@@ -1,5 +1,5 @@
-//! The command line's one rule for what a file can answer, its exit statuses and its messages
-//! (issues 26 and 27): print options on static programs, relocatable objects, libraries and files
+//! The command line's one rule for what a file can answer, its exit statuses and its messages:
+//! print options on static programs, relocatable objects, libraries and files
 //! cut short give patchelf 0.19.3's stdout and success or failure, with patchelf's status 1 where
 //! the file lacks what was asked; a print never succeeds where the matching edit refuses; a
 //! section header table cut short is refused byte-identical; `-V`, the version under patchelf's
@@ -439,7 +439,7 @@ fn facts_no_loader_cares_about_are_shown_only_with_debug() {
     );
 }
 
-/// `--debug` says what an edit did in words (issue 36), not as Rust's `Debug` of the plan: the
+/// `--debug` says what an edit did in words, not as Rust's `Debug` of the plan: the
 /// layout, the writes and the length, each edit kind in its own words.
 #[test]
 fn debug_says_what_an_edit_did_in_words() {

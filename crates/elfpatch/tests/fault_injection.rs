@@ -508,9 +508,9 @@ fn real_long_soname_on_a_library() {
 
 /// RUNPATH, NEEDED and interpreter at once, on gcc programs whose `.dynamic` has spare slots (so
 /// it could be rewritten in place rather than moved): every intermediate state must be the old file
-/// or the new one, all items together. (Before d571752 the interpreter switched with the program
-/// headers and RUNPATH/NEEDED with a later "dynamic entries" write, so `StopAfter` between them
-/// left the new interpreter with the old RUNPATH; this test caught that.)
+/// or the new one, all items together. (Were the interpreter switched with the program headers
+/// and RUNPATH/NEEDED with a later "dynamic entries" write, `StopAfter` between them would leave
+/// the new interpreter with the old RUNPATH; this test catches that.)
 #[test]
 fn real_several_growing_edits_at_once() {
     real("several");

@@ -1,4 +1,4 @@
-//! What elfpatch does with the paths it is given (issue 17): `--output` never replaces a file that
+//! What elfpatch does with the paths it is given: `--output` never replaces a file that
 //! is not a regular file (a device or FIFO is written through, a socket, block device or directory
 //! refused), symlinks named on the command line are followed, hard links stay linked, owner and
 //! mode are kept, and a new output gets the mode patchelf gives it.
@@ -548,7 +548,7 @@ fn patchelfs_refusals_and_differences_on_the_command_line() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("--set-rpath"));
     // An option that does not exist (patchelf takes it for a file name and fails too); -V is
-    // --version (issue 26), which patchelf has no short name for.
+    // --version (as in stubstrip), which patchelf has no short name for.
     let o = run(elfpatch().arg("-X"));
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("-X"));

@@ -193,8 +193,8 @@ fn a_table_followed_by_data_stays_where_it_is_and_padding_is_not_data() {
     let fx = Fixture::new(&tc);
     let exe = program(&fx);
     // Longer than a page, three times one 2,000-byte directory: a shorter run path may fit in the
-    // room after `.dynstr` (issue 28), as it does in nixpkgs' builds of this program, and the file
-    // would not grow at all; this test is about a file that must.
+    // room after `.dynstr` (which grows in place), as it does in nixpkgs' builds of this program,
+    // and the file would not grow at all; this test is about a file that must.
     let dir = common::long_dir(&fx.path("x"), 2000);
     let long = format!("{d}:{d}:{d}:{}", fx.path("a").display(), d = dir.display());
     // A signature after the table: the data stays last-but-the-segment, the table where it was.

@@ -1,6 +1,6 @@
-//! Removing the one library a program has version requirements on (issue 27's differential found
-//! it on /usr/bin/kill): the version need records go with the DT_NEEDED entry, and so must
-//! DT_VERSYM, which glibc otherwise reads through a null array of versions (SIGSEGV); the
+//! Removing the one library a program has version requirements on (the differential against
+//! patchelf found it on /usr/bin/kill): the version need records go with the DT_NEEDED entry, and
+//! so must DT_VERSYM, which glibc otherwise reads through a null array of versions (SIGSEGV); the
 //! `.gnu.version` section header becomes an `SHT_NULL` entry. patchelf 0.19.3 keeps the records
 //! of the removed library, and ld.so stops on an assertion.
 

@@ -1,4 +1,4 @@
-//! The command-line convention stubstrip shares with elfpatch (issue 26), run on the binary:
+//! The command-line convention stubstrip shares with elfpatch, run on the binary:
 //! `-V`; the packagers' `--generate-man` and `--generate-completion SHELL`, checked by `man`
 //! and each shell; usage errors (status 2, one line) that list the choices of an enumerated
 //! value; messages that start with the name the program was run as; and a stdout closed by its

@@ -1,4 +1,4 @@
-//! A file whose section header table is cut short (issue 27): no loader reads section headers, so
+//! A file whose section header table is cut short: no loader reads section headers, so
 //! it loads, but it is most likely a broken install. `check` and `fix` say that they saw it (a
 //! warning line naming the file, and `damaged` in the JSON report) without failing on it, `fix`
 //! leaves it byte-identical even where it has a stub entry to replace (elfpatch refuses to edit

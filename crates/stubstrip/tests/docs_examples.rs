@@ -1,4 +1,4 @@
-//! What a newcomer reads is what the programs do (issue 36): every command example with output
+//! What a newcomer reads is what the programs do: every command example with output
 //! in the documents people read first is run, and the numbers their prose states are checked
 //! against the one place each comes from.
 //!

@@ -1,6 +1,6 @@
 //! `stubstrip driver-link` run as a program against a temporary root (`--root`): the links it
 //! makes, a second run that changes nothing, `--remove`, and every refusal leaving the tree
-//! exactly as it was (issue 37). The layouts themselves are unit-tested over model file systems
+//! exactly as it was. The layouts themselves are unit-tested over model file systems
 //! (`src/driver_link`); here the libraries are real ELF files (gcc), two of them.
 
 mod common;

@@ -583,7 +583,7 @@ fn explain_status(exe: &Path, extra: &[&str]) -> (String, i32) {
     )
 }
 
-/// The two questions `explain` answers (issue 36): "will it load here?" (the default) fails for
+/// The two questions `explain` answers: "will it load here?" (the default) fails for
 /// a correctly fixed program on a machine without the driver link; "will it load where the
 /// driver is provided?" (`--assume-driver`, a GPU-less builder's gate) passes it, and still fails
 /// a program whose search path has no driver link. A dlopen() asked for on the command line that

@@ -1,4 +1,4 @@
-//! `check` and `audit` name a file a post-processor left inconsistent (issue 33, item 5): a
+//! `check` and `audit` name a file a post-processor left inconsistent: a
 //! library built with gcc, its `DT_GNU_HASH` pointed outside every segment the way a broken
 //! re-layout leaves it. A clean library and a stripped one raise nothing.
 
