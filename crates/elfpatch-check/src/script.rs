@@ -57,16 +57,18 @@ pub enum Op {
     EndOfBatch,
 }
 
-/// The opcode table: an operation byte `op` selects `OPS[op % 16]`, whatever its high bits.
+/// The opcode table: an operation byte `op` selects `OPS[op % 16]`, whatever its high bits. A new
+/// edit is one entry here: the decoder reads its operands by the entry's kind, and the encoder
+/// finds the entry by decoding the edit's strings (`strings`, which names every edit) back.
 ///
 /// The table is full, and every byte already means something: no code can be added, moved or
 /// given another meaning without changing what existing scripts (`regressions/`, the fuzz
-/// corpora) decode to. To add an edit, add an escape instead: an entry, say
-/// `Op::Escape`, taking code 15 when the operation byte's high bit is set (`0x8f`, `0x9f`, …;
-/// code 15 below `0x80` stays the end of a batch) and reading the next byte as an index into a
-/// second table like this one. That re-reads only scripts with such a byte, whose batches ended
-/// there until then: replay `regressions/` (`cargo test -p elfpatch-check --test fuzz_corpus`)
-/// and re-record an input whose finding no longer reproduces.
+/// corpora) decode to. To add an edit, turn the last entry into an escape rather than reshuffle
+/// codes: an `op` of 15 below `0x80` still ends the batch, one from `0x80` (`0x8f`, `0x9f`, …)
+/// takes the next byte as an index into a second table like this one. That re-reads only scripts
+/// holding such a byte, whose batch ended there until then: replay `regressions/` (`cargo test -p
+/// elfpatch-check --test fuzz_corpus`) and re-record an input that no longer reproduces its
+/// finding.
 pub static OPS: [Op; 16] = [
     Op::String(Edit::SetRunpath),
     Op::String(Edit::SetRpath),
@@ -312,5 +314,45 @@ fn strings(e: &Edit) -> Vec<&[u8]> {
         | Edit::SetExecstack(_)
         | Edit::AddFlags1(_)
         | Edit::AddDebugTag => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The encoder is derived from the table: every edit it accepts decodes back to itself, and
+    /// batches stay apart.
+    #[test]
+    fn encoded_edits_decode_to_themselves() {
+        let edits = vec![
+            Edit::SetRunpath(generated_path(300, 0x52)),
+            Edit::SetRpath(b"$ORIGIN".to_vec()),
+            Edit::RemoveRunpath,
+            Edit::RemoveRpath,
+            Edit::RpathToRunpath,
+            Edit::RunpathToRpath,
+            Edit::AddNeeded(b"libnew.so".to_vec()),
+            Edit::RemoveNeeded(b"libc.so.6".to_vec()),
+            Edit::ReplaceNeeded {
+                old: b"libm.so.6".to_vec(),
+                new: b"libm.so.7".to_vec(),
+            },
+            Edit::SetSoname(b"libx.so.1".to_vec()),
+            Edit::SetInterpreter(b"/lib/ld.so".to_vec()),
+        ];
+        let second = vec![Edit::AddNeeded(b"a".to_vec())];
+        let script = encode(0x88, &[edits.clone(), second.clone()]);
+        let mut r = Reader::new(&script);
+        assert_eq!(options(r.byte().unwrap()), options(0x88));
+        assert_eq!(batch(&mut r, &[]), Some(edits));
+        assert_eq!(batch(&mut r, &[]), Some(second));
+        assert_eq!(batch(&mut r, &[]), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "has no code")]
+    fn an_edit_without_an_entry_is_refused() {
+        encode(0, &[vec![Edit::AddDebugTag]]);
     }
 }
