@@ -1,12 +1,11 @@
 //! Replays inputs through the `plan_apply` properties without libFuzzer, for triage:
 //! `cargo run --example replay -- FILE_OR_DIR...` prints one line per input (panics caught) and
-//! exits non-zero if any failed. `STRICT=1`: tolerate none of the known findings (`Known::NONE`);
-//! `REPLAY_TIMES=1`: print the time each input took.
+//! exits non-zero if any failed. `REPLAY_TIMES=1`: print the time each input took.
 
 use std::panic;
 use std::path::PathBuf;
 
-use elfpatch_fuzz::check::{plan_apply_checked_with, Known};
+use elfpatch_fuzz::check::plan_apply_checked;
 
 fn main() {
     let mut files: Vec<PathBuf> = Vec::new();
@@ -32,12 +31,7 @@ fn main() {
     for f in &files {
         let data = std::fs::read(f).unwrap();
         let t0 = std::time::Instant::now();
-        let known = if std::env::var_os("STRICT").is_some() {
-            Known::NONE
-        } else {
-            Known::TOLERATED
-        };
-        let r = panic::catch_unwind(|| plan_apply_checked_with(&data, known));
+        let r = panic::catch_unwind(|| plan_apply_checked(&data));
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         if std::env::var_os("REPLAY_TIMES").is_some() {
             println!("{ms:9.2} ms {}", f.display());

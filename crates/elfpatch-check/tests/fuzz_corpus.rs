@@ -2,8 +2,8 @@
 //! through the fuzz targets' own property checks (this crate), so that
 //! `cargo test` keeps them fixed; also on disk, where a refused edit must leave the file
 //! byte-identical. Each finding has a test below (with a minimal reproducer built from elfsynth
-//! where one is short) that replays its input strictly (`check::Known::NONE`); the ones still open
-//! are `#[ignore]`d and tolerated by the replay (`check::Known::TOLERATED`) until fixed.
+//! where one is short) that replays its input; the checks tolerate no finding, so an input goes
+//! into `regressions/` once its finding is fixed.
 
 use elfpatch_check as check;
 
@@ -57,7 +57,7 @@ fn refusal(name: &str, edits: &[Edit]) -> String {
 
 fn strict(name: &str) {
     let data = regression_input(name);
-    match catch_unwind(|| check::plan_apply_checked_with(&data, check::Known::NONE)) {
+    match catch_unwind(|| check::plan_apply_checked(&data)) {
         Ok(Ok(_)) => {}
         Ok(Err(f)) => panic!("{name}: {}", f.0),
         Err(p) => panic!("{name}: panicked: {}", panic_message(p)),
@@ -144,7 +144,7 @@ fn regression_inputs_on_disk_refusals_write_nothing() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Known findings: each fails until fixed in crates/elfpatch/src.
+// Findings: each test failed until its fix in crates/elfpatch/src.
 
 /// A typical x86_64 PIE from elfsynth (section headers, `.symtab`, versioned NEEDED entries).
 fn synth() -> Vec<u8> {
@@ -684,8 +684,7 @@ fn tables_in_a_page_tail_are_planned_and_keep_the_properties() {
             !e.loads().any(|p| p.contains_offset(st.offset, st.size)),
             "{name}: .dynstr is inside p_filesz"
         );
-        let stats = check::plan_apply_checked_with(&data, check::Known::NONE)
-            .unwrap_or_else(|f| panic!("{name}: {}", f.0));
+        let stats = check::plan_apply_checked(&data).unwrap_or_else(|f| panic!("{name}: {}", f.0));
         assert_eq!((stats.planned, stats.refused), (2, 0), "{name}: {stats:?}");
         assert_eq!(stats.oracle_checked, 2, "{name}: {stats:?}");
     }

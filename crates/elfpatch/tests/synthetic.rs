@@ -7,86 +7,10 @@
 use std::collections::BTreeSet;
 
 use elfpatch::{Edit, Elf, Layout, Options, Tables};
+use elfpatch_check::{Asked, Model};
 use elfsynth::oracle;
 use elfsynth::strategy::{arb_lib_name, arb_spec, arb_string};
 use proptest::prelude::*;
-
-/// What the edits should produce, per the library's documented semantics.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Model {
-    needed: Vec<String>,
-    runpath: Option<String>,
-    rpath: Option<String>,
-    soname: Option<String>,
-    interpreter: Option<String>,
-    verneed_files: Vec<String>,
-}
-
-impl Model {
-    fn of(e: &oracle::Elf) -> Model {
-        Model {
-            needed: e.needed.clone(),
-            runpath: e.runpath.clone(),
-            rpath: e.rpath.clone(),
-            soname: e.soname.clone(),
-            interpreter: e.interpreter.clone(),
-            verneed_files: e.verneed.iter().map(|(f, _)| f.clone()).collect(),
-        }
-    }
-
-    fn apply(&mut self, batch: &[Edit]) {
-        let s = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
-        let mut added = 0;
-        for e in batch {
-            match e {
-                Edit::SetRunpath(v) => self.runpath = Some(s(v)),
-                Edit::SetRpath(v) => self.rpath = Some(s(v)),
-                Edit::RemoveRunpath => self.runpath = None,
-                Edit::RemoveRpath => self.rpath = None,
-                Edit::RpathToRunpath => {
-                    if self.runpath.is_some() {
-                        self.rpath = None;
-                    } else {
-                        self.runpath = self.rpath.take();
-                    }
-                }
-                Edit::RunpathToRpath => {
-                    if self.runpath.is_some() {
-                        self.rpath = self.runpath.take();
-                    }
-                }
-                Edit::AddNeeded(n) => {
-                    if !self.needed.contains(&s(n)) {
-                        self.needed.insert(added, s(n));
-                        added += 1;
-                    }
-                }
-                Edit::RemoveNeeded(n) => {
-                    self.needed.retain(|x| *x != s(n));
-                    self.verneed_files.retain(|x| *x != s(n));
-                }
-                Edit::ReplaceNeeded { old, new } => {
-                    for x in self.needed.iter_mut().chain(self.verneed_files.iter_mut()) {
-                        if *x == s(old) {
-                            *x = s(new);
-                        }
-                    }
-                }
-                Edit::SetSoname(v) => self.soname = Some(s(v)),
-                Edit::SetInterpreter(v) => self.interpreter = Some(s(v)),
-                // Not generated here: symbol edits change nothing this model describes.
-                Edit::ClearSymbolVersion(_) | Edit::RenameDynamicSymbols(_) => {}
-                // The note is none of what this model follows (tests/note.rs covers it).
-                Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
-                // Not in the model: header and flag edits leave what it holds alone.
-                Edit::SetOsAbi(_)
-                | Edit::SetExecstack(_)
-                | Edit::AddFlags1(_)
-                | Edit::AddDebugTag => {}
-            }
-        }
-    }
-}
 
 fn arb_edit(needed: Vec<String>, has_interp: bool) -> impl Strategy<Value = Edit> {
     let existing = if needed.is_empty() {
@@ -143,15 +67,15 @@ const EDITABLE: [&str; 7] = [
     ".symtab",
 ];
 
-/// The dynamic tags whose entries `batch` may change or add besides strings and pointers.
-fn flag_tags(batch: &[Edit]) -> Vec<u64> {
+/// The dynamic tags whose entries a batch that asks `asked` may change or add besides strings
+/// and pointers.
+fn flag_tags(asked: &Asked) -> Vec<u64> {
     let mut tags = Vec::new();
-    for e in batch {
-        match e {
-            Edit::AddFlags1(_) => tags.push(u64::from(object::elf::DT_FLAGS_1)),
-            Edit::AddDebugTag => tags.push(u64::from(object::elf::DT_DEBUG)),
-            _ => {}
-        }
+    if asked.flags_1.is_some() {
+        tags.push(u64::from(object::elf::DT_FLAGS_1));
+    }
+    if asked.debug_tag {
+        tags.push(u64::from(object::elf::DT_DEBUG));
     }
     tags
 }
@@ -160,14 +84,14 @@ fn check_batch(
     before: &[u8],
     after: &[u8],
     expect: &Model,
-    batch: &[Edit],
+    asked: &Asked,
 ) -> Result<(), TestCaseError> {
     let ob =
         oracle::read(before).map_err(|e| TestCaseError::fail(format!("oracle on input: {e:?}")))?;
     let oa =
         oracle::read(after).map_err(|e| TestCaseError::fail(format!("oracle on output: {e:?}")))?;
     // 1. Exactly what was asked.
-    prop_assert_eq!(&Model::of(&oa), expect);
+    prop_assert_eq!(&Model::of_oracle(&oa), expect);
     // 2. Everything else unchanged: dynamic symbols, version definitions, other dynamic entries.
     prop_assert_eq!(ob.dynsym_names(), oa.dynsym_names());
     // A removed library's versions become the global one; once no version record is left at all
@@ -198,7 +122,7 @@ fn check_batch(
                     && ![5u64, 10, 0x6fff_ffff].contains(&d.tag)
             })
             .filter(|d| d.tag != u64::from(object::elf::DT_MIPS_RLD_MAP_REL)) // slot-relative
-            .filter(|d| !flag_tags(batch).contains(&d.tag)) // checked by the header-edit test
+            .filter(|d| !flag_tags(asked).contains(&d.tag)) // checked by the header-edit test
             .map(|d| (d.tag, d.value))
             .collect()
     };
@@ -269,7 +193,7 @@ proptest! {
         let original = elfsynth::build(&spec);
         prop_assume!(oracle::check_layout(&original).is_empty());
         let mut bytes = original.clone();
-        let mut model = Model::of(&oracle::read(&original).unwrap());
+        let mut model = Model::of_oracle(&oracle::read(&original).unwrap());
         let loads_before = Elf::parse(&original).unwrap().loads().count();
         for batch in &batches {
             let elf = Elf::parse(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -282,8 +206,8 @@ proptest! {
             let mut next = bytes.clone();
             plan.apply_to_vec(&mut next, elf.format).unwrap();
             let mut expect = model.clone();
-            expect.apply(batch);
-            check_batch(&bytes, &next, &expect, batch)?;
+            let asked = expect.apply(batch);
+            check_batch(&bytes, &next, &expect, &asked)?;
             if expect == model {
                 prop_assert!(plan.is_empty(), "a no-op batch wrote: {:?}", plan.layout);
             }
@@ -413,7 +337,7 @@ proptest! {
         let mut bytes = elfsynth::build(&spec);
         retype_stack(&mut bytes, stack_type);
         prop_assume!(oracle::check_layout(&bytes).is_empty());
-        let mut model = Model::of(&oracle::read(&bytes).unwrap());
+        let mut model = Model::of_oracle(&oracle::read(&bytes).unwrap());
         for batch in &batches {
             let elf = Elf::parse(&bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let tables = Tables::read(bytes.as_slice(), &elf).map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -422,22 +346,14 @@ proptest! {
             let mut next = bytes.clone();
             plan.apply_to_vec(&mut next, elf.format).unwrap();
             let mut expect = model.clone();
-            expect.apply(batch);
-            check_batch(&bytes, &next, &expect, batch)?;
+            let asked = expect.apply(batch);
+            check_batch(&bytes, &next, &expect, &asked)?;
             let after = Elf::parse(&next).unwrap();
             let dynamic = after.dynamic.as_ref().unwrap();
             let count = |tag: u32| dynamic.entries().iter().filter(|x| x.tag == u64::from(tag)).count();
-            let (mut abi, mut stack, mut bits) = (elf.os_abi(), elf.execstack(), 0);
-            let mut debug = false;
-            for e in batch {
-                match e {
-                    Edit::SetOsAbi(v) => abi = *v,
-                    Edit::SetExecstack(x) => stack = Some(*x),
-                    Edit::AddFlags1(b) => bits |= *b,
-                    Edit::AddDebugTag => debug = true,
-                    _ => {}
-                }
-            }
+            let abi = asked.os_abi.unwrap_or(elf.os_abi());
+            let stack = asked.execstack.or(elf.execstack());
+            let (bits, debug) = (asked.flags_1.unwrap_or(0), asked.debug_tag);
             prop_assert_eq!(after.os_abi(), abi);
             prop_assert_eq!(after.execstack(), stack);
             let stacks = after.phdrs.iter().filter(|p| p.p_type == object::elf::PT_GNU_STACK).count();
