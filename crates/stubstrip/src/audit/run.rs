@@ -15,9 +15,10 @@ use rayon::prelude::*;
 
 use super::report::AuditReport;
 use super::rules::{AuditContext, AuditSubject};
-use super::{AuditConfig, AuditFileError, AuditOutcome, EXIT_DENIED, EXIT_UNREADABLE};
+use super::{AuditConfig, AuditFileError, AuditOutcome};
 use crate::driver::RUNTIME_DIRS;
 use crate::elf_input;
+use crate::exit::Exit;
 use crate::printout::Printout;
 use crate::scan::{self, Scan};
 
@@ -136,7 +137,7 @@ fn audit_file(
 }
 
 /// Runs `audit`; returns the exit status.
-pub fn run(c: &AuditConfig) -> u8 {
+pub fn run(c: &AuditConfig) -> Exit {
     let scan = scan::scan(&c.paths, &c.exclude);
     let (out, code) = run_on(c, &scan, true);
     out.emit(code)
@@ -149,7 +150,7 @@ pub fn run(c: &AuditConfig) -> u8 {
 /// Every file is resolved as the program started (`dlopen`s followed), so the libraries that
 /// many files load would be read once per file: one [`CachedFs`] serves the whole run, and
 /// each library's headers, dynamic section and notes are read once.
-pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, u8) {
+pub fn run_on(c: &AuditConfig, scan: &Scan, say_count: bool) -> (Printout, Exit) {
     let fs = CachedFs::new(HostFs {
         root: c.root.clone(),
     });
@@ -163,7 +164,7 @@ fn run_with(
     scan: &Scan,
     say_count: bool,
     model_fs: &(dyn FsView + Sync),
-) -> (Printout, u8) {
+) -> (Printout, Exit) {
     let build = build_dirs(&c.build_dirs);
     let runtime: Vec<Bytes> = RUNTIME_DIRS.iter().map(|d| d.as_bytes().to_vec()).collect();
     let cache: SettingsCache = Mutex::new(HashMap::new());
@@ -178,11 +179,11 @@ fn run_with(
 
     let report = AuditReport::new(&results, scan, c.deny).deny_option(c.deny_option);
     let code = if report.denied() {
-        EXIT_DENIED
+        Exit::Found
     } else if report.failed() {
-        EXIT_UNREADABLE
+        Exit::Failed
     } else {
-        0
+        Exit::Done
     };
     (report.render(c.json, say_count), code)
 }

@@ -13,11 +13,6 @@ use crate::fix::plan::note_entry_text;
 use crate::rule::StubMatcher;
 use crate::walk::Exclude;
 
-/// Exit status: a stub entry was found.
-pub const EXIT_STUBS_FOUND: u8 = 1;
-/// Exit status: some file could not be read (named on stderr).
-pub const EXIT_FILE_ERRORS: u8 = 3;
-
 /// One file's result (`Ok(None)` for a file that is not ELF).
 pub type CheckOutcome = Result<Option<Checked>, FileError>;
 

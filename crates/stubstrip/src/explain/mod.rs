@@ -14,11 +14,6 @@ use ldso_model::settings::SettingsOverrides;
 
 use crate::rule::StubMatcher;
 
-/// Exit status: something is not found, cannot load, or is a stub.
-pub const EXIT_PROBLEMS: u8 = 1;
-/// Exit status: the file itself cannot be read.
-pub const EXIT_UNREADABLE: u8 = 3;
-
 /// What to explain, and how.
 #[derive(Clone, Debug, Default)]
 pub struct ExplainConfig {
