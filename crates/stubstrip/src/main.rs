@@ -14,6 +14,10 @@
 //!   [`driver`];
 //! - [`driver_link`] makes the driver link from the running driver on a machine that is not
 //!   NixOS.
+//!
+//! What several subcommands know lives outside all of them, so that none imports another's
+//! internals: [`stubs`] (where a library's stub directory is, a stub entry in raw bytes, how a
+//! note's entry reads), [`driver`], [`printout`] and [`exit`].
 
 mod audit;
 mod census;
@@ -29,10 +33,13 @@ mod exit;
 mod explain;
 mod fix;
 mod fixup;
+#[cfg(test)]
+mod model_tree;
 mod printout;
 mod prog;
 mod rule;
 mod scan;
+mod stubs;
 mod walk;
 
 use std::ffi::OsString;

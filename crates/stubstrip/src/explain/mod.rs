@@ -2,8 +2,9 @@
 //! it, without running the program; loud about CUDA stubs.
 //!
 //! The `ldso-model` crate reads the loader's settings and decides; [`report`] words the result
-//! (pure); [`run`] reads the program and prints.
+//! and [`lookup`] each lookup in it (both pure); [`run`] reads the program and prints.
 
+pub mod lookup;
 pub mod report;
 pub mod run;
 

@@ -106,7 +106,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::audit::run::tests::model_tree;
+    use crate::model_tree::model_tree;
     use crate::rule::StubMatcher;
     use ldso_model::settings::SettingsOverrides;
 

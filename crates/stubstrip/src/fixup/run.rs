@@ -10,7 +10,7 @@ use super::{CheckLibsConfig, FixupConfig};
 use crate::audit::{self, AuditConfig};
 use crate::check::report::CheckReport;
 use crate::check::run::check_files;
-use crate::check::{stub_string, CheckOutcome};
+use crate::check::CheckOutcome;
 use crate::elf_file::{self, FileError};
 use crate::exit::Exit;
 use crate::fix::report::FixReport;
@@ -20,6 +20,7 @@ use crate::printout::write_stdout;
 use crate::prog;
 use crate::rule::StubMatcher;
 use crate::scan;
+use crate::stubs::stub_string;
 use elfpatch::ErrorKind;
 
 /// Notes that go to the build log: as `log` instructions on success, on stderr on failure
