@@ -550,6 +550,23 @@ mod tests {
     }
 
     #[test]
+    fn every_subcommand_says_its_exit_statuses() {
+        let cmd = command("stubstrip");
+        let mut names = Vec::new();
+        for sub in cmd.get_subcommands() {
+            let name = sub.get_name();
+            let after = sub.get_after_help().map(|a| a.to_string());
+            let line = crate::exit::subcommand_help(name);
+            assert!(after.is_some_and(|a| a.contains(&line)), "{name}");
+            names.push(name);
+        }
+        let mut listed: Vec<&str> = crate::exit::SUBCOMMANDS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(names, listed);
+    }
+
+    #[test]
     fn the_definitions_hold_together() {
         command("stubstrip").debug_assert();
     }
