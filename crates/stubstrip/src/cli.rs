@@ -1,5 +1,5 @@
-//! The command line: clap's definitions, the help texts, the one table of exit statuses, and
-//! clap's errors as one line in the shape of every other message.
+//! The command line: clap's definitions, the help texts (their exit statuses from
+//! [`crate::exit`]), and clap's errors as one line in the shape of every other message.
 //!
 //! `--help`, the manual page ([`crate::docs`]) and the shell completions are all written from
 //! these definitions, so they cannot drift apart.
@@ -10,25 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::audit::Severity;
-
-/// Exit statuses, for every subcommand: the rows elfpatch shares (0, 2, 3 and the general
-/// meaning of 1) are worded as in its table.
-pub const EXIT_STATUS: &[(&str, &str)] = &[
-    ("0", "done; nothing found"),
-    (
-        "1",
-        "the answer is \"found\": check found stub entries; explain found a library missing, \
-         unloadable or a stub; audit found a finding at or above --deny; fixup left a stub entry \
-         or met an audit finding at or above --audit; driver-link refused (nothing changed)",
-    ),
-    ("2", "usage error (bad command line)"),
-    (
-        "3",
-        "a file could not be opened (for reading, or fix's for writing), read or edited (the \
-         other files still are, and one that failed is left byte-identical); or stdout could not \
-         be written (a closed pipe ends the printing quietly instead)",
-    ),
-];
+use crate::exit;
 
 /// What the top-level help says about where output goes.
 pub const STREAMS: &str = "Findings and reports go to stdout, diagnostics to stderr. A line about \
@@ -43,33 +25,41 @@ setup hook does) and `audit` for run path mistakes; `explain --assume-driver` on
 the driver is not installed (a builder, CI: a driver library the driver link provides counts as \
 found); plain `explain` where the program runs (it must find the driver here).";
 
-/// The exit statuses as `--help` shows them, wrapped at 100 columns.
-pub fn exit_help() -> String {
-    let mut s = String::from("Exit status:\n");
-    for (code, what) in EXIT_STATUS {
-        let mut line = format!("  {code} ");
-        for word in what.split_whitespace() {
-            if line.len() + 1 + word.len() > 100 {
-                s.push_str(&line);
-                s.push('\n');
-                line = " ".repeat(4);
-            }
-            line.push(' ');
-            line.push_str(word);
-        }
-        s.push_str(&line);
-        s.push('\n');
+/// The parser, with `bin_name` as the name usage lines and errors show, and the after-helps
+/// built from [`exit`]'s tables, [`STREAMS`] and each subcommand's own text.
+pub fn command(bin_name: &str) -> clap::Command {
+    let mut cmd = Cli::command()
+        .bin_name(bin_name.to_string())
+        .after_help(format!("{}\n{STREAMS}\n\n{GATES}", exit::help_table()));
+    for (name, before, after) in AFTER_HELP {
+        let text = [*before, &exit::subcommand_help(name), *after]
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        cmd = cmd.mut_subcommand(name, |s| s.after_help(text));
     }
-    s
+    cmd
 }
 
-/// The parser, with `bin_name` as the name usage lines and errors show, and the after-help
-/// built from [`EXIT_STATUS`] and [`STREAMS`].
-pub fn command(bin_name: &str) -> clap::Command {
-    Cli::command()
-        .bin_name(bin_name.to_string())
-        .after_help(format!("{}\n{STREAMS}\n\n{GATES}", exit_help()))
-}
+/// What each subcommand's help says before and after its exit statuses.
+const AFTER_HELP: &[(&str, &str, &str)] = &[
+    ("fix", "", ""),
+    ("check", "", ""),
+    ("fixup", FIXUP_HELP, ""),
+    ("explain", "", EXPLAIN_GATES),
+    ("audit", "", AUDIT_STREAMS),
+    ("driver-link", DRIVER_LINK_HELP, ""),
+];
+
+/// What `explain --help` says about build gates.
+const EXPLAIN_GATES: &str = "As a build gate: `check` (no stub entry left) and `audit` (run path \
+mistakes) on the outputs; `explain --assume-driver` on a program, where the driver is not \
+installed (a builder, CI); plain `explain` where it runs.";
+
+/// What `audit --help` says about where output goes.
+const AUDIT_STREAMS: &str = "Findings go to stdout; with --json, stdout carries the report as \
+JSON and the findings are in it.";
 
 /// The shells whose completion scripts `--generate-completion` writes: the same three as
 /// elfpatch's, each checked by the `manpages` suite in its own shell. (The variants carry no doc
@@ -116,47 +106,19 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Command {
     /// Replace stub entries in the run paths of every ELF file under PATH...
-    #[command(
-        after_help = "Exit status: 0 done; 2 usage error; 3 some file could not be \
-                            opened for reading or writing, read or edited (the others are \
-                            processed, and it is left byte-identical)."
-    )]
     Fix(FixArgs),
     /// Change nothing; fail (exit 1) listing every stub entry that remains under PATH...
-    #[command(
-        after_help = "Exit status: 0 no stub entry (also when PATH... holds no ELF file: an output \
-                            of headers or documentation is clean, and the summary says 'nothing \
-                            checked'); 1 stub entries found (even if some file could not be read); \
-                            2 usage error; 3 some file could not be read."
-    )]
     Check(CheckArgs),
     /// What the setup hook runs: fix, check again from disk, audit, and print what the hook exports.
-    #[command(after_help = FIXUP_HELP)]
     Fixup(FixupArgs),
     /// Which driver library (libcuda.so.1, ...) each object of FILE gets, and why; with -v, where
     /// the dynamic loader finds every library. Without running FILE.
-    #[command(
-        after_help = "Exit status: 0 every library found; 1 a library is not found, \
-                      cannot be loaded or is a stub (a dlopen() the program makes itself and \
-                      copes without is not counted; a driver library only the driver link \
-                      provides is, unless --assume-driver); 2 usage error; 3 FILE cannot be \
-                      read.\n\
-                      As a build gate: `check` (no stub entry left) and `audit` (run path \
-                      mistakes) on the outputs; `explain --assume-driver` on a program, where \
-                      the driver is not installed (a builder, CI); plain `explain` where it runs."
-    )]
     Explain(ExplainArgs),
     /// Report run path and dependency problems of every ELF file under PATH...
-    #[command(
-        after_help = "Exit status: 0 no finding at or above --deny; 1 a finding at or above \
-                      --deny; 2 usage error; 3 some file could not be read.\n\
-                      Findings go to stdout; with --json, stdout carries the report as JSON and \
-                      the findings are in it."
-    )]
     Audit(AuditArgs),
     /// On a machine that is not NixOS: make the driver link (/run/opengl-driver/lib) from the
     /// running NVIDIA driver, which fixed programs look in for libcuda.so.1.
-    #[command(name = "driver-link", after_help = DRIVER_LINK_HELP)]
+    #[command(name = "driver-link")]
     DriverLink(DriverLinkArgs),
 }
 
@@ -168,11 +130,7 @@ links each of its libraries into the driver link under its SONAME (libcuda.so.1,
 libnvidia-ml.so.1, ...), libcuda also as libcuda.so (Triton links -lcuda when a program runs); \
 32-bit libraries into the 32-bit driver link. Only links it made itself are replaced or removed: \
 symlinks named like the library they point to by an absolute path. Run it again after a driver \
-upgrade.\n\
-Exit status: 0 done (or nothing to change); 1 refused, nothing changed: no driver, a \
-driver/library version mismatch, two driver versions and no kernel module to choose, files in the \
-driver link this command did not make, or NixOS; 2 usage error; 3 a file could not be read or \
-written (as far as it got is done; run it again).";
+upgrade.";
 
 /// What the help of every PATH argument says about which files are read.
 const PATHS_HELP: &str = "Files or directories. A named symlink is followed; symlinks met while \
@@ -187,10 +145,7 @@ const FIXUP_HELP: &str = "\
 Stdout (only on success) carries instructions for the hook, one per line: `log MESSAGE` (a line \
 for the build log) and `export NAME=VALUE` (the hook runs export -- \"NAME=VALUE\"; VALUE holds no \
 newline). Files the fix cannot rewrite are tolerated as far as the check finds no stub entry in \
-them.\n\
-Exit status: 0 done; 1 a stub entry is left after the fix, or an audit finding at or above \
---audit; 2 usage error; 3 the check could not read some file, or the check libraries or the \
-reply could not be written.";
+them.";
 
 /// `fixup --audit`: the least severe finding that fails the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -583,12 +538,32 @@ mod tests {
     fn the_help_carries_the_exit_statuses_and_the_packagers_options() {
         let help = command("stubstrip").render_long_help().to_string();
         let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
-        for (code, what) in EXIT_STATUS {
-            assert!(flat.contains(&format!(" {code} {what}")), "{help}");
+        for e in crate::exit::Exit::ALL {
+            assert!(
+                flat.contains(&format!(" {} {}", e.code(), e.meaning())),
+                "{help}"
+            );
         }
         assert!(help.contains("--generate-man"), "{help}");
         assert!(help.contains("--generate-completion <SHELL>"), "{help}");
         assert!(help.contains("-V, --version"), "{help}");
+    }
+
+    #[test]
+    fn every_subcommand_says_its_exit_statuses() {
+        let cmd = command("stubstrip");
+        let mut names = Vec::new();
+        for sub in cmd.get_subcommands() {
+            let name = sub.get_name();
+            let after = sub.get_after_help().map(|a| a.to_string());
+            let line = crate::exit::subcommand_help(name);
+            assert!(after.is_some_and(|a| a.contains(&line)), "{name}");
+            names.push(name);
+        }
+        let mut listed: Vec<&str> = crate::exit::SUBCOMMANDS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(names, listed);
     }
 
     #[test]

@@ -8,7 +8,8 @@ use std::fmt::Write as _;
 use clap::builder::PossibleValue;
 use clap::{Arg, ArgAction, Command};
 
-use crate::cli::{self, CompletionShell, EXIT_STATUS, STREAMS};
+use crate::cli::{self, CompletionShell, STREAMS};
+use crate::exit::Exit;
 
 /// The name the page and the scripts are written for (the installed binary's).
 const NAME: &str = "stubstrip";
@@ -315,8 +316,8 @@ pub fn man(cmd: &Command) -> String {
         }
     }
     s.push_str(".SH \"EXIT STATUS\"\n");
-    for (code, what) in EXIT_STATUS {
-        let _ = write!(s, ".TP\n.B {code}\n{}", roff_text(what));
+    for e in Exit::ALL {
+        let _ = write!(s, ".TP\n.B {}\n{}", e.code(), roff_text(&e.meaning()));
     }
     s.push_str(".SH \"SEE ALSO\"\n.BR elfpatch (1),\n.BR ld.so (8)\n");
     s
@@ -397,7 +398,8 @@ mod tests {
             }
         }
         assert!(page.contains(".SH \"EXIT STATUS\"\n.TP\n.B 0\n"));
-        for (code, _) in EXIT_STATUS {
+        for e in Exit::ALL {
+            let code = e.code();
             assert!(page.contains(&format!(".B {code}\n")), "{code}");
         }
         assert!(

@@ -1,7 +1,8 @@
 //! `stubstrip`: replace CUDA stub directories in ELF run paths with the driver link.
 //!
 //! `main` only parses arguments ([`cli`]) into each subcommand's configuration and hands it
-//! over; [`docs`] writes the manual page and the completions from the same definitions. Every
+//! over; [`docs`] writes the manual page and the completions from the same definitions, and
+//! [`exit`] is the one type of exit status, whose table the help and the page print. Every
 //! subcommand has the same shape: a pure core that decides and words the report, and a `run`
 //! module, the thin I/O layer that reads, writes and prints.
 //!
@@ -13,6 +14,10 @@
 //!   [`driver`];
 //! - [`driver_link`] makes the driver link from the running driver on a machine that is not
 //!   NixOS.
+//!
+//! What several subcommands know lives outside all of them, so that none imports another's
+//! internals: [`stubs`] (where a library's stub directory is, a stub entry in raw bytes, how a
+//! note's entry reads), [`driver`], [`printout`] and [`exit`].
 
 mod audit;
 mod census;
@@ -24,13 +29,17 @@ mod driver;
 mod driver_link;
 mod elf_file;
 mod elf_input;
+mod exit;
 mod explain;
 mod fix;
 mod fixup;
+#[cfg(test)]
+mod model_tree;
 mod printout;
 mod prog;
 mod rule;
 mod scan;
+mod stubs;
 mod walk;
 
 use std::ffi::OsString;
@@ -49,6 +58,7 @@ use cli::{
     AuditArgs, CheckArgs, Cli, Command, DriverLinkArgs, ExplainArgs, FixArgs, FixupArgs, ModelArgs,
 };
 use driver_link::DriverLinkConfig;
+use exit::Exit;
 use explain::ExplainConfig;
 use fix::FixConfig;
 use fixup::{CheckLibsConfig, FixupConfig};
@@ -56,9 +66,6 @@ use ldso_model::settings::SettingsOverrides;
 use printout::{finish, write_stdout};
 use rule::{Glob, RuleError, StubMatcher, StubRule};
 use walk::Exclude;
-
-/// Exit status: the command line cannot be used.
-const EXIT_USAGE: u8 = 2;
 
 impl ModelArgs {
     fn overrides(&self) -> SettingsOverrides {
@@ -100,7 +107,7 @@ enum UsageError {
 fn usage_error(subcommand: &str, e: UsageError) -> ExitCode {
     let p = prog::name();
     eprintln!("{p}: {e} (see {p} {subcommand} --help)");
-    ExitCode::from(EXIT_USAGE)
+    ExitCode::from(Exit::Usage)
 }
 
 fn matcher_of(patterns: &[String]) -> StubMatcher {
@@ -220,7 +227,7 @@ fn run_explain(a: ExplainArgs) -> ExitCode {
 fn run_audit(a: AuditArgs) -> ExitCode {
     if a.codes {
         let table = audit::rules::codes_table();
-        return ExitCode::from(finish(0, write_stdout(table.as_bytes())));
+        return ExitCode::from(finish(Exit::Done, write_stdout(table.as_bytes())));
     }
     pool(a.jobs);
     ExitCode::from(audit::run::run(&AuditConfig {
@@ -287,7 +294,10 @@ fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
             } else {
                 styled.to_string()
             };
-            Err(ExitCode::from(finish(0, write_stdout(text.as_bytes()))))
+            Err(ExitCode::from(finish(
+                Exit::Done,
+                write_stdout(text.as_bytes()),
+            )))
         }
         Err(e) => {
             let rendered = e.render().to_string();
@@ -295,7 +305,7 @@ fn parse(args: Vec<OsString>) -> Result<Cli, ExitCode> {
                 "{}",
                 cli::one_line_error(&rendered, prog, subcommand.as_deref())
             );
-            Err(ExitCode::from(EXIT_USAGE))
+            Err(ExitCode::from(Exit::Usage))
         }
     }
 }
@@ -309,10 +319,10 @@ fn main() -> ExitCode {
     };
     if cli.generate_man {
         let page = docs::man(&docs::documented_command());
-        return ExitCode::from(finish(0, write_stdout(page.as_bytes())));
+        return ExitCode::from(finish(Exit::Done, write_stdout(page.as_bytes())));
     }
     if let Some(shell) = cli.generate_completion {
-        return ExitCode::from(finish(0, write_stdout(&docs::completion(shell))));
+        return ExitCode::from(finish(Exit::Done, write_stdout(&docs::completion(shell))));
     }
     match cli.command {
         Some(Command::Fix(a)) => run_fix(a),
@@ -326,7 +336,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "{p}: no command given: fix, check, fixup, explain, audit or driver-link (see {p} --help)"
             );
-            ExitCode::from(EXIT_USAGE)
+            ExitCode::from(Exit::Usage)
         }
     }
 }

@@ -17,6 +17,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::exit::Exit;
 use crate::walk::WalkError;
 
 /// What a report says. Built by the pure report code, written by [`Printout::emit`].
@@ -53,7 +54,7 @@ impl Printout {
     /// Writes the diagnostics on stderr, then the report on stdout, or with data the report on
     /// stderr and the data on stdout; returns the exit status: `code`, the run's, unless stdout
     /// could not be written ([`finish`]).
-    pub fn emit(&self, code: u8) -> u8 {
+    pub fn emit(&self, code: Exit) -> Exit {
         let written = match &self.data {
             Some(data) => {
                 self.to_stderr();
@@ -102,8 +103,8 @@ pub fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
 /// result `written`. A closed pipe (`stubstrip check out | head -1`) is the reader's choice: the
 /// run ends quietly with its own status, since the work is done and the status says how it
 /// went. Any other write error loses output the caller asked for: it is named on stderr, and
-/// the status is [`EXIT_UNWRITTEN`].
-pub fn finish(code: u8, written: std::io::Result<()>) -> u8 {
+/// the status is [`Exit::Failed`].
+pub fn finish(code: Exit, written: std::io::Result<()>) -> Exit {
     match written {
         Ok(()) => code,
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => code,
@@ -114,14 +115,10 @@ pub fn finish(code: u8, written: std::io::Result<()>) -> u8 {
                 crate::prog::name(),
                 elfpatch::error::os_words(&e)
             );
-            EXIT_UNWRITTEN
+            Exit::Failed
         }
     }
 }
-
-/// Exit status: stdout could not be written (a file that could not be processed, in the one
-/// table of exit statuses).
-pub const EXIT_UNWRITTEN: u8 = 3;
 
 /// `n` and the noun that goes with it: `1 stub entry`, `2 stub entries`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -176,12 +173,18 @@ mod tests {
     #[test]
     fn a_closed_pipe_keeps_the_status_and_other_write_errors_are_3() {
         use std::io::{Error, ErrorKind};
-        assert_eq!(finish(1, Ok(())), 1);
-        assert_eq!(finish(1, Err(Error::from(ErrorKind::BrokenPipe))), 1);
-        assert_eq!(finish(0, Err(Error::from(ErrorKind::BrokenPipe))), 0);
+        assert_eq!(finish(Exit::Found, Ok(())), Exit::Found);
         assert_eq!(
-            finish(0, Err(Error::from(ErrorKind::StorageFull))),
-            EXIT_UNWRITTEN
+            finish(Exit::Found, Err(Error::from(ErrorKind::BrokenPipe))),
+            Exit::Found
+        );
+        assert_eq!(
+            finish(Exit::Done, Err(Error::from(ErrorKind::BrokenPipe))),
+            Exit::Done
+        );
+        assert_eq!(
+            finish(Exit::Done, Err(Error::from(ErrorKind::StorageFull))),
+            Exit::Failed
         );
     }
 

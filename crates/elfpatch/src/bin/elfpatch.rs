@@ -13,7 +13,7 @@
 //! without a dynamic section every request of it, one without `PT_INTERP` every request of the
 //! interpreter, each with patchelf's status 1. Differences from patchelf, on purpose: every file
 //! is processed even after one fails (each failure is one line on stderr), the exit status tells
-//! what went wrong (see `--help`), and options whose effects exclude each other are refused
+//! what went wrong (see `--help`, made from [`exit`]), and options whose effects exclude each other are refused
 //! rather than one of them ignored.
 //!
 //! Messages are `PROG: [FILE: ]what`, PROG being the name the program was run as (`patchelf`
@@ -25,6 +25,8 @@
 
 #[path = "elfpatch/docs.rs"]
 mod docs;
+#[path = "elfpatch/exit.rs"]
+mod exit;
 #[path = "elfpatch/options.rs"]
 mod options;
 #[path = "elfpatch/rpath.rs"]
@@ -36,7 +38,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use elfpatch::plan::Layout;
-use elfpatch::{edit_to, resolve_symlinks, Edit, ElfFile, ErrorKind, Need, Options, WarningKind};
+use elfpatch::{edit_to, resolve_symlinks, Edit, ElfFile, Need, Options, WarningKind};
+use exit::Exit;
 use object::elf::ET_DYN;
 use options::{parse_args, Action, Args, ParseError};
 use rpath::{current_rpath, rpath_edits};
@@ -89,37 +92,19 @@ impl std::fmt::Display for Failure {
 }
 
 impl Failure {
-    /// The exit status (the table in `docs::EXIT`).
-    fn exit_code(&self) -> u8 {
-        let e = match self {
-            Failure::Elf(e) => e,
-            Failure::StaleNote(_) => return 6,
-        };
-        if e.is_separate_debug_info() {
-            // Its dynamic section has no contents: the file lacks what was asked.
-            return 1;
-        }
-        match e.kind() {
-            ErrorKind::Absent => 1,
-            ErrorKind::Io | ErrorKind::NotElf => 3,
-            ErrorKind::Malformed => 4,
-            ErrorKind::Unsupported => 5,
-            ErrorKind::Refused => 6,
-            ErrorKind::Changed | ErrorKind::WriteFailed | ErrorKind::RollbackFailed => 7,
-            ErrorKind::InvalidRequest => 8,
-            // A kind a later elfpatch adds: a failure all the same, and none that the file
-            // merely lacks something.
-            _ => 5,
+    /// The exit status it ends the run with.
+    fn exit(&self) -> Exit {
+        match self {
+            Failure::Elf(e) => Exit::of_error(e),
+            Failure::StaleNote(_) => Exit::Refused,
         }
     }
 }
 
-/// Exit status: stdout could not be written (one status with a file that cannot be read).
-const EXIT_STDOUT: u8 = 3;
-
 /// Standard output. A closed pipe (`elfpatch --print-needed f | head -1`) is the reader's
 /// choice: the printing stops quietly and the run goes on with its own status. Any other write
-/// error loses output the caller asked for: it is said once, and the status is [`EXIT_STDOUT`].
+/// error loses output the caller asked for: it is said once, and the status is [`Exit::Io`] (one
+/// status with a file that cannot be read).
 struct Out {
     closed: bool,
     error: Option<std::io::Error>,
@@ -523,7 +508,7 @@ fn main() -> ExitCode {
     if argv.is_empty() {
         // As patchelf: no arguments at all, the help on stderr and a failure.
         say_raw(&docs::help(&prog));
-        return ExitCode::from(2);
+        return ExitCode::from(Exit::Usage);
     }
     let mut out = Out {
         closed: false,
@@ -533,11 +518,11 @@ fn main() -> ExitCode {
         Ok(a) => a,
         Err(ParseError::Usage(msg)) => {
             say!("{prog}: {msg} (see {prog} --help)");
-            return ExitCode::from(2);
+            return ExitCode::from(Exit::Usage);
         }
         Err(ParseError::AtFile(msg)) => {
             say!("{prog}: {msg}");
-            return ExitCode::from(3);
+            return ExitCode::from(Exit::Io);
         }
     };
     // patchelf's own switch for its debug output (its test suite sets it, and greps for what
@@ -560,18 +545,18 @@ fn main() -> ExitCode {
             if !text.ends_with('\n') {
                 out.write(b"\n");
             }
-            0
+            Exit::Done
         }
         None => {
             for w in &args.warnings {
                 say!("{prog}: warning: {w}");
             }
-            let mut status = 0u8;
+            let mut status = Exit::Done;
             for f in &args.files {
                 if let Err(e) = process(&said, &args, f, &mut out) {
                     say!("{prog}: {e}");
-                    if status == 0 {
-                        status = e.exit_code();
+                    if status == Exit::Done {
+                        status = e.exit();
                     }
                 }
             }
@@ -584,7 +569,11 @@ fn main() -> ExitCode {
                 "{prog}: cannot write to stdout: {}",
                 elfpatch::error::os_words(&e)
             );
-            ExitCode::from(if status == 0 { EXIT_STDOUT } else { status })
+            ExitCode::from(if status == Exit::Done {
+                Exit::Io
+            } else {
+                status
+            })
         }
         None => ExitCode::from(status),
     }

@@ -23,11 +23,6 @@ use crate::elf_input::InputError;
 use crate::rule::StubMatcher;
 use crate::walk::Exclude;
 
-/// Exit status: a finding at or above the `--deny` level.
-pub const EXIT_DENIED: u8 = 1;
-/// Exit status: some file could not be read.
-pub const EXIT_UNREADABLE: u8 = 3;
-
 /// What to audit, and how.
 #[derive(Clone, Debug)]
 pub struct AuditConfig {

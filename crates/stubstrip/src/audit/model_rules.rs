@@ -13,7 +13,7 @@ use super::rules::{
     trim_slashes, under, AuditContext, AuditFinding, AuditSubject, DLOPEN_STUB, NOTE_OUTSIDE,
     NOTE_PINS_STUB, NOTE_STALE,
 };
-use crate::explain::report::stub_dir;
+use crate::stubs::stub_dir;
 
 fn s(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

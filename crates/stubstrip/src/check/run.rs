@@ -5,11 +5,9 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::report::CheckReport;
-use super::{
-    note_stub_entries, stub_entries, CheckConfig, CheckOutcome, Checked, EXIT_FILE_ERRORS,
-    EXIT_STUBS_FOUND,
-};
+use super::{note_stub_entries, stub_entries, CheckConfig, CheckOutcome, Checked};
 use crate::elf_file;
+use crate::exit::Exit;
 use crate::rule::StubMatcher;
 use crate::scan;
 
@@ -38,16 +36,16 @@ pub fn check_files(stubs: &StubMatcher, files: &[PathBuf]) -> Vec<(PathBuf, Chec
 }
 
 /// Runs `check`; returns the exit status.
-pub fn run(c: &CheckConfig) -> u8 {
+pub fn run(c: &CheckConfig) -> Exit {
     let scan = scan::scan(&c.paths, &c.exclude);
     let results = check_files(&c.stubs, &scan.objects());
     let r = CheckReport::new(&results, &scan);
     let code = if r.stub_entries() > 0 {
-        EXIT_STUBS_FOUND
+        Exit::Found
     } else if r.failed() {
-        EXIT_FILE_ERRORS
+        Exit::Failed
     } else {
-        0
+        Exit::Done
     };
     r.render(c.verbose, c.json).emit(code)
 }

@@ -28,10 +28,7 @@ use std::path::PathBuf;
 use ldso_model::fsview::{Bytes, FsView};
 use thiserror::Error;
 
-/// Exit status: refused; nothing was changed.
-pub const EXIT_REFUSED: u8 = 1;
-/// Exit status: a file could not be read or written.
-pub const EXIT_IO: u8 = 3;
+use crate::exit::Exit;
 
 /// The systemd-tmpfiles entry `--persist` writes.
 pub const TMPFILES: &str = "/etc/tmpfiles.d/stubstrip-driver-link.conf";
@@ -198,10 +195,10 @@ pub enum DriverLinkError {
 
 impl DriverLinkError {
     /// The exit status it ends the command with.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit_code(&self) -> Exit {
         match self {
-            DriverLinkError::Refused(_) => EXIT_REFUSED,
-            DriverLinkError::Io(_) => EXIT_IO,
+            DriverLinkError::Refused(_) => Exit::Found,
+            DriverLinkError::Io(_) => Exit::Failed,
         }
     }
 }

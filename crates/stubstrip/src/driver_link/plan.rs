@@ -651,7 +651,7 @@ mod tests {
         fs.link("/run/opengl-driver/lib/libfoo.so", "libcuda.so.1");
         fs.dir("/run/opengl-driver/lib/vdpau");
         let e = plan_of(&fs, false).unwrap_err();
-        assert_eq!(e.exit_code(), super::super::EXIT_REFUSED);
+        assert_eq!(e.exit_code(), crate::exit::Exit::Found);
         assert_eq!(
             e.to_string(),
             "refused: /run/opengl-driver/lib holds files this command did not make: \

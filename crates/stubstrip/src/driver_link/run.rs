@@ -17,6 +17,7 @@ use super::plan::{
     plan, plan_remove, render_plan, render_remove, Action, Persist, Plan, RemovePlan, TEMP_PREFIX,
 };
 use super::{base, lossy, DriverFs, DriverLinkConfig, DriverLinkError, Entry, IoFailure, TMPFILES};
+use crate::exit::Exit;
 use crate::printout::Printout;
 
 /// Where a path of the modelled system is on the disk: its parent through the root's symlinks,
@@ -164,7 +165,7 @@ pub fn apply_remove(fs: &HostFs, p: &RemovePlan) -> Result<(), IoFailure> {
 /// The report and exit status of `driver-link` over `fs`. When a change fails half-way, the
 /// report is the plan in the conditional ("would make"), and the failure says where it stopped:
 /// the steps before it are done, and running the command again finishes the job.
-fn driver_link_on(c: &DriverLinkConfig, fs: &HostFs) -> (Printout, u8) {
+fn driver_link_on(c: &DriverLinkConfig, fs: &HostFs) -> (Printout, Exit) {
     let mut out = Printout::default();
     let result = if c.remove {
         plan_remove(fs, &[&c.link64, &c.link32]).and_then(|p| {
@@ -193,7 +194,7 @@ fn driver_link_on(c: &DriverLinkConfig, fs: &HostFs) -> (Printout, u8) {
             })
     };
     match result {
-        Ok(()) => (out, 0),
+        Ok(()) => (out, Exit::Done),
         Err(e) => {
             let stopped = match e {
                 DriverLinkError::Io(_) => "; stopped there (the plan is above)",
@@ -206,7 +207,7 @@ fn driver_link_on(c: &DriverLinkConfig, fs: &HostFs) -> (Printout, u8) {
 }
 
 /// Runs `driver-link`; returns the exit status.
-pub fn run(c: &DriverLinkConfig) -> u8 {
+pub fn run(c: &DriverLinkConfig) -> Exit {
     let fs = HostFs {
         root: c.root.clone(),
     };

@@ -2,8 +2,9 @@
 //! it, without running the program; loud about CUDA stubs.
 //!
 //! The `ldso-model` crate reads the loader's settings and decides; [`report`] words the result
-//! (pure); [`run`] reads the program and prints.
+//! and [`lookup`] each lookup in it (both pure); [`run`] reads the program and prints.
 
+pub mod lookup;
 pub mod report;
 pub mod run;
 
@@ -13,11 +14,6 @@ use ldso_model::fsview::Bytes;
 use ldso_model::settings::SettingsOverrides;
 
 use crate::rule::StubMatcher;
-
-/// Exit status: something is not found, cannot load, or is a stub.
-pub const EXIT_PROBLEMS: u8 = 1;
-/// Exit status: the file itself cannot be read.
-pub const EXIT_UNREADABLE: u8 = 3;
 
 /// What to explain, and how.
 #[derive(Clone, Debug, Default)]

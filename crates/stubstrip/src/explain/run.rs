@@ -11,8 +11,9 @@ use ldso_model::settings;
 use ldso_model::target::Target;
 
 use super::report::{Detail, ExplainReport};
-use super::{ExplainConfig, EXIT_PROBLEMS, EXIT_UNREADABLE};
+use super::ExplainConfig;
 use crate::elf_input;
+use crate::exit::Exit;
 use crate::printout::Printout;
 
 /// The program's path in the modelled system and its `$ORIGIN`.
@@ -36,7 +37,7 @@ fn locate_program(file: &Path, fs: &HostFs) -> (Bytes, Bytes) {
 }
 
 /// Runs `explain`; returns the exit status.
-pub fn run(c: &ExplainConfig) -> u8 {
+pub fn run(c: &ExplainConfig) -> Exit {
     let host = HostFs {
         root: c.root.clone(),
     };
@@ -49,13 +50,13 @@ pub fn run(c: &ExplainConfig) -> u8 {
 /// `explain`'s report and exit status. `host` gives the root and reads the loader's own files;
 /// `fs` is the model's view of the disk (cached, or for the test that the cache changes
 /// nothing, `host` itself).
-fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u8) {
+fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, Exit) {
     let mut out = Printout::default();
     let (header, info) = match elf_input::read(&c.file, true) {
         Ok(x) => x,
         Err(e) => {
             out.diagnostics = format!("{}: {}: {e}\n", crate::prog::name(), c.file.display());
-            return (out, EXIT_UNREADABLE);
+            return (out, Exit::Failed);
         }
     };
     let target = Target::of(&header);
@@ -72,7 +73,7 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
                 c.file.display()
             );
         }
-        return (out, 0);
+        return (out, Exit::Done);
     }
     let (path, origin) = locate_program(&c.file, host);
     let (settings, prov) =
@@ -89,9 +90,9 @@ fn explain_on(c: &ExplainConfig, host: &HostFs, fs: &dyn FsView) -> (Printout, u
         report.assume_driver(&res);
     }
     let code = if report.has_problems() {
-        EXIT_PROBLEMS
+        Exit::Found
     } else {
-        0
+        Exit::Done
     };
     let detail = Detail {
         verbose: c.verbose,
@@ -105,7 +106,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::audit::run::tests::model_tree;
+    use crate::model_tree::model_tree;
     use crate::rule::StubMatcher;
     use ldso_model::settings::SettingsOverrides;
 

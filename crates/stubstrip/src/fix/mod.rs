@@ -15,9 +15,6 @@ use crate::rule::StubRule;
 use crate::walk::Exclude;
 use plan::RunpathChange;
 
-/// Exit status: some file could not be processed (named on stderr; left unchanged).
-pub const EXIT_FILE_ERRORS: u8 = 3;
-
 /// What happened to one file.
 #[derive(Debug)]
 pub enum FixOutcome {

@@ -1,11 +1,12 @@
 //! What the rule asks of one file's run paths: the changes to report and the exact edits (pure).
 
-use elfpatch::note::{Hint, ResolutionCache};
+use elfpatch::note::ResolutionCache;
 use elfpatch::Edit;
 use serde::Serialize;
 
 use crate::elf_file::RunpathTag;
 use crate::rule::StubRule;
+use crate::stubs::note_entry_text;
 
 /// One run path that changes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -31,19 +32,6 @@ pub struct FixPlan {
 
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// A note entry as text: `<needed> <hints>`, the hints as in the descriptor (`=a:?b`).
-pub fn note_entry_text(needed: &[u8], hints: &[Hint]) -> String {
-    let mut list = Vec::new();
-    for (i, h) in hints.iter().enumerate() {
-        if i > 0 {
-            list.push(b':');
-        }
-        list.push(h.marker());
-        list.extend_from_slice(h.path());
-    }
-    format!("{} {}", lossy(needed), lossy(&list))
 }
 
 /// Applies `rule` to each of a file's run paths (`DT_RUNPATH` first) and to its

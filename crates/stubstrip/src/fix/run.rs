@@ -6,8 +6,9 @@ use rayon::prelude::*;
 
 use super::plan::plan;
 use super::report::FixReport;
-use super::{FixConfig, FixOutcome, EXIT_FILE_ERRORS};
+use super::{FixConfig, FixOutcome};
 use crate::elf_file;
+use crate::exit::Exit;
 use crate::rule::StubRule;
 use crate::scan;
 
@@ -43,10 +44,11 @@ pub fn fix_files(rule: &StubRule, files: &[PathBuf]) -> Vec<(PathBuf, FixOutcome
 }
 
 /// Runs `fix`; returns the exit status.
-pub fn run(c: &FixConfig) -> u8 {
+pub fn run(c: &FixConfig) -> Exit {
     let scan = scan::scan(&c.paths, &c.exclude);
     let results = fix_files(&c.rule, &scan.objects());
     let r = FixReport::new(&c.rule, &results, &scan);
-    let code = if r.failed() { EXIT_FILE_ERRORS } else { 0 };
+    // Each file that failed is named on stderr and left unchanged.
+    let code = if r.failed() { Exit::Failed } else { Exit::Done };
     r.render(c.verbose, c.json, c.print_removed).emit(code)
 }

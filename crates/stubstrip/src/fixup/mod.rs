@@ -32,21 +32,6 @@ use crate::audit::Severity;
 use crate::rule::StubRule;
 use crate::walk::Exclude;
 
-// The exit statuses follow the one table of both binaries (`main`'s `EXIT_STATUS`): 1 says
-// "found" (a stub entry left, an audit finding), 3 that something could not be read or
-// written. The message on stderr says which.
-
-/// Exit status: a stub entry is left after the fix.
-pub const EXIT_STUBS_LEFT: u8 = 1;
-/// Exit status: the check after the fix could not read some file (which may hold a stub entry).
-pub const EXIT_UNCHECKED: u8 = 3;
-/// Exit status: the audit found problems at or above the requested level.
-pub const EXIT_AUDIT_DENIED: u8 = 1;
-/// Exit status: the instructions could not be written to stdout.
-pub const EXIT_STDOUT: u8 = 3;
-/// Exit status: the check libraries for the consumers could not be written.
-pub const EXIT_CHECK_LIBS: u8 = 3;
-
 /// What `fixup` does, decided from the arguments.
 #[derive(Clone, Debug)]
 pub struct FixupConfig {

@@ -6,15 +6,13 @@ use std::path::PathBuf;
 use super::check_libs::{self, CheckLibsInput, FixedFile};
 use super::facts::Disk;
 use super::policy::{fallback, fallback_instructions, HookInstruction};
-use super::{
-    CheckLibsConfig, FixupConfig, EXIT_AUDIT_DENIED, EXIT_CHECK_LIBS, EXIT_STDOUT, EXIT_STUBS_LEFT,
-    EXIT_UNCHECKED,
-};
+use super::{CheckLibsConfig, FixupConfig};
 use crate::audit::{self, AuditConfig};
 use crate::check::report::CheckReport;
 use crate::check::run::check_files;
-use crate::check::{stub_string, CheckOutcome};
+use crate::check::CheckOutcome;
 use crate::elf_file::{self, FileError};
+use crate::exit::Exit;
 use crate::fix::report::FixReport;
 use crate::fix::run::fix_files;
 use crate::fix::FixOutcome;
@@ -22,6 +20,7 @@ use crate::printout::write_stdout;
 use crate::prog;
 use crate::rule::StubMatcher;
 use crate::scan;
+use crate::stubs::stub_string;
 use elfpatch::ErrorKind;
 
 /// Notes that go to the build log: as `log` instructions on success, on stderr on failure
@@ -34,7 +33,7 @@ impl HookNotes {
     }
 
     /// Prints the notes on stderr, then `message`; returns `code`.
-    fn fail(self, code: u8, message: &str) -> u8 {
+    fn fail(self, code: Exit, message: &str) -> Exit {
         let mut err = std::io::stderr().lock();
         for i in &self.0 {
             if let HookInstruction::Log(m) = i {
@@ -46,8 +45,10 @@ impl HookNotes {
     }
 }
 
-/// Runs `fixup`; returns the exit status.
-pub fn run(c: &FixupConfig) -> u8 {
+/// Runs `fixup`; returns the exit status: [`Exit::Found`] for a stub entry left or an audit
+/// finding, [`Exit::Failed`] for what could not be read or written (the message on stderr says
+/// which).
+pub fn run(c: &FixupConfig) -> Exit {
     let mut notes = HookNotes(Vec::new());
     // One walk for the fix, the check and the audit: they see the same files.
     let scan = scan::scan(&c.paths, &c.exclude);
@@ -75,13 +76,14 @@ pub fn run(c: &FixupConfig) -> u8 {
     let check = CheckReport::new(&checked, &scan).without_count();
     if check.stub_entries() > 0 {
         let msg = "stub paths still present in RUNPATH or the resolution-cache note after the fix:";
-        let code = notes.fail(EXIT_STUBS_LEFT, msg);
+        let code = notes.fail(Exit::Found, msg);
         check.render(false, false).to_stderr();
         return code;
     }
     if !check.passed() {
         let msg = "the check after the fix could not read every file, so it cannot say that no stub entry is left:";
-        let code = notes.fail(EXIT_UNCHECKED, msg);
+        // A file the check could not read may hold a stub entry.
+        let code = notes.fail(Exit::Failed, msg);
         check.render(false, false).to_stderr();
         return code;
     }
@@ -102,10 +104,10 @@ pub fn run(c: &FixupConfig) -> u8 {
         let (said, code) = audit::run::run_on(&audit, &scan, false);
         said.to_stderr();
         match code {
-            0 => notes.log(format!("audit: no finding at or above '{level}'")),
-            audit::EXIT_DENIED => {
+            Exit::Done => notes.log(format!("audit: no finding at or above '{level}'")),
+            Exit::Found => {
                 return notes.fail(
-                    EXIT_AUDIT_DENIED,
+                    Exit::Found,
                     &format!(
                         "the audit found problems at or above '{level}' (--audit, stubstripAudit)"
                     ),
@@ -136,7 +138,7 @@ pub fn run(c: &FixupConfig) -> u8 {
             Ok(lines) => lines.into_iter().for_each(|l| notes.log(l)),
             Err(e) => {
                 return notes.fail(
-                    EXIT_CHECK_LIBS,
+                    Exit::Failed,
                     &format!("cannot leave the check libraries for the consumers: {e}"),
                 );
             }
@@ -149,14 +151,14 @@ pub fn run(c: &FixupConfig) -> u8 {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
             // A partial reply must not look like a complete one.
             notes.fail(
-                EXIT_STDOUT,
+                Exit::Failed,
                 &format!(
                     "cannot write the instructions to stdout: {}",
                     elfpatch::error::os_words(&e)
                 ),
             )
         }
-        _ => 0,
+        _ => Exit::Done,
     }
 }
 

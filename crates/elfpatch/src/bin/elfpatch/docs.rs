@@ -1,7 +1,9 @@
-//! `--help`, the man page and the shell completions, all written from [`OPTIONS`].
+//! `--help`, the man page and the shell completions, all written from [`OPTIONS`] (their exit
+//! statuses from [`Exit`]).
 
 use std::fmt::Write as _;
 
+use crate::exit::Exit;
 use crate::options::{Complete, Opt, Shell, OPTIONS, PATCHELF_VERSION};
 
 const SUMMARY: &str = "Reads and edits the dynamic section of ELF files, patchelf-compatible.";
@@ -30,42 +32,6 @@ a dynamic file, then edit its run path). A file whose section header table does 
 is refused for every option, a print included, and left byte-identical (patchelf: \"section \
 header table out of bounds\"); other damage to the section headers is worked around and said \
 on stderr, and facts no loader cares about (section alignment) only with --debug. Messages are `PROG: FILE: what`, PROG the name elfpatch was run as.";
-
-/// Exit statuses, as `Failure::exit_code` in elfpatch.rs maps error kinds: the table the
-/// stubstrip binary shares where the meanings overlap (0, 2, 3).
-const EXIT: &[(&str, &str)] = &[
-    ("0", "done"),
-    (
-        "1",
-        "the file lacks what was asked, as patchelf reports it with its status 1: not an \
-         executable or a shared library (a relocatable object, a core), no dynamic section (a \
-         static program, a separate debug-info file), no PT_INTERP for --print-interpreter or \
-         --set-interpreter",
-    ),
-    ("2", "usage error (bad command line)"),
-    (
-        "3",
-        "a file could not be opened, for reading or for writing, or read: an I/O error (an @FILE \
-         and the --output file included; nothing written), or not an ELF file; or stdout could \
-         not be written (a closed pipe ends the printing quietly instead)",
-    ),
-    (
-        "4",
-        "malformed file: headers that contradict each other, a structure past the end of the \
-         file, a section header table out of bounds",
-    ),
-    ("5", "unsupported file"),
-    ("6", "edit refused as unsafe (nothing written)"),
-    (
-        "7",
-        "the file changed while being edited, or a write failed (restored)",
-    ),
-    (
-        "8",
-        "invalid request: a NUL byte or an empty name, a path that is not a regular file, an \
-         output that cannot take an ELF file",
-    ),
-];
 
 /// The command's forms, each naming its arguments.
 const SYNOPSES: &[&str] = &[
@@ -160,8 +126,8 @@ pub fn help(prog: &str) -> String {
     s.push('\n');
     s.push_str(&wrap("", 0, FILES, 100));
     s.push_str("\nExit status:\n");
-    for (code, what) in EXIT {
-        s.push_str(&wrap(&format!("  {code}  "), 5, what, 100));
+    for e in Exit::ALL {
+        s.push_str(&wrap(&format!("  {}  ", e.code()), 5, e.meaning(), 100));
     }
     s
 }
@@ -241,8 +207,8 @@ pub fn man() -> String {
         let _ = writeln!(s, ".TP\n{head}\n{}", roff(&help_text(o, false)));
     }
     s.push_str(".SH \"EXIT STATUS\"\n");
-    for (code, what) in EXIT {
-        let _ = writeln!(s, ".TP\n.B {code}\n{}", roff(what));
+    for e in Exit::ALL {
+        let _ = writeln!(s, ".TP\n.B {}\n{}", e.code(), roff(e.meaning()));
     }
     s.push_str(".SH \"SEE ALSO\"\n.BR patchelf (1),\n.BR readelf (1)\n");
     s
@@ -399,7 +365,8 @@ mod tests {
     #[test]
     fn help_and_man_page_carry_the_exit_status_table() {
         let (h, m) = (help("elfpatch"), man());
-        for (code, what) in EXIT {
+        for e in Exit::ALL {
+            let (code, what) = (e.code(), e.meaning());
             let first = what
                 .split_whitespace()
                 .take(3)

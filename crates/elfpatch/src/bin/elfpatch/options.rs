@@ -725,10 +725,10 @@ pub const OPTIONS: &[Opt] = &[
 /// Why the command line was not accepted.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ParseError {
-    /// A usage error (exit status 2).
+    /// A usage error ([`crate::exit::Exit::Usage`]).
     Usage(String),
-    /// An `@FILE` argument whose file cannot be read (exit status 3, as any file that cannot be
-    /// read).
+    /// An `@FILE` argument whose file cannot be read ([`crate::exit::Exit::Io`], as any file
+    /// that cannot be read).
     AtFile(String),
 }
 
