@@ -459,15 +459,14 @@ fn output_of_a_growing_edit_is_readable() {
     strict("relocated-segment-wraps");
 }
 
-/// BUG, open at 3226a7d (read.rs, `read_interp`/`read_strtab`): the section of a table elfpatch may move is
-/// recognized by strict criteria: `.interp` by its name only, `.dynstr` only if its `sh_type` is
+/// FOUND BY FUZZING, fixed (the reader's `read_interp`/`read_strtab`): the section of a table
+/// elfpatch may move was recognized by strict criteria: `.interp` by its name only, `.dynstr` only if its `sh_type` is
 /// `SHT_STRTAB`. When that fails (the section name table's `sh_type` is garbage in the first
 /// input, `.dynstr`'s in the second; both are gcc PIEs otherwise clean for the oracle), a growing
-/// edit moves the interpreter or the string table and leaves that section header pointing at the
+/// edit moved the interpreter or the string table and left that section header pointing at the
 /// old, zeroed bytes. Fuzz inputs: regressions/plan_apply/interp-section-by-name,
 /// regressions/plan_apply/dynstr-section-unrecognized.
 #[test]
-
 fn moved_tables_sections_follow_them() {
     let mut failures = Vec::new();
     for name in ["interp-section-by-name", "dynstr-section-unrecognized"] {
@@ -478,14 +477,13 @@ fn moved_tables_sections_follow_them() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// BUG, open at 3226a7d (plan/layout.rs, `occupants`/`find_room`): the block moved out of the way of the grown
-/// program header table is aligned to the largest alignment of its occupants, which includes a
+/// FOUND BY FUZZING, fixed (the planner's room for a grown program header table): the block
+/// moved out of the way of the grown program header table was aligned to the largest alignment of its occupants, which includes a
 /// non-`PT_LOAD` segment's `p_align` as is; a garbage `p_align` of 0x3ff on `PT_INTERP` (i386 gcc
 /// program) makes the block congruent modulo 0x3ff, and the moved `.note.gnu.build-id` lands at
 /// 0x493e, not 4-aligned. Non-power-of-two alignments should be ignored or refused. Fuzz input:
 /// regressions/plan_apply/block-align-not-power-of-two.
 #[test]
-
 fn moved_block_keeps_section_alignment() {
     strict("block-align-not-power-of-two");
 }

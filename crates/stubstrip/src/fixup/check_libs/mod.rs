@@ -1,4 +1,4 @@
-//! Check libraries for the consumers of a fixed package (issue 14; the design and its costs are in
+//! Check libraries for the consumers of a fixed package (the design and its costs are in
 //! `nix/README-section.md`, "Checks of the packages that depend on a fixed package").
 //!
 //! Once the fix turns a stub entry into the driver link, a package C that only depends on the
