@@ -15,15 +15,17 @@
 
 use object::elf;
 
-use super::contents::{
-    defines_versions, section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
-};
+use super::contents::{defines_versions, section_at, update_version_entries, NewVersions};
 use super::edits::{Desired, Entry, SymbolEdits, VerneedEdits};
 use super::header::NewTable;
 use super::note_edit::NoteChange;
-use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
+use super::{Data, Input, Layout, Phase, Plan, SectionMove, SymbolFixup, Write};
 use crate::error::{Error, Result};
-use crate::format::{Dyn, Shdr};
+use crate::format::Shdr;
+use crate::plan::appended::table_grows_in_place;
+use crate::plan::contents::{new_versions, place_strings};
+use crate::plan::edits::dynamic_changed;
+use crate::plan::note_edit::note_fits;
 
 /// What the writes of the file header are called: the only writes allowed over it.
 pub(super) const ELF_HEADER: &str = "ELF header";
@@ -32,7 +34,7 @@ pub(super) const ELF_AND_PROGRAM_HEADERS: &str = "ELF and program headers";
 
 /// Builds the plan once the desired contents are known.
 pub(super) struct Builder<'p, 'a> {
-    pub(super) planner: &'p Planner<'a>,
+    pub(super) planner: &'p Input<'a>,
     /// The dynamic entries to write (version tags adjusted once the records are known).
     pub(super) entries: Vec<Entry>,
     pub(super) verneed_edits: VerneedEdits,
@@ -49,7 +51,7 @@ pub(super) struct Builder<'p, 'a> {
 
 impl<'p, 'a> Builder<'p, 'a> {
     pub(super) fn new(
-        planner: &'p Planner<'a>,
+        planner: &'p Input<'a>,
         desired: Desired,
         note: NoteChange,
         table: NewTable,
@@ -78,7 +80,8 @@ impl<'p, 'a> Builder<'p, 'a> {
             .unwrap_or_default();
         let planner = self.planner;
         let place = |own_spots| {
-            planner.place_strings(
+            place_strings(
+                planner,
                 &self.entries,
                 &self.verneed_edits,
                 &records_before,
@@ -106,11 +109,16 @@ impl<'p, 'a> Builder<'p, 'a> {
                 "the edit changes symbol versions, which these tables were read without",
             ));
         }
-        let versions =
-            planner.new_versions(&self.verneed_edits, records_before, &strings, &self.symbols);
+        let versions = new_versions(
+            planner,
+            &self.verneed_edits,
+            records_before,
+            &strings,
+            &self.symbols,
+        );
         update_version_entries(&mut self.entries, &self.verneed_edits, &versions, elf);
 
-        let entries_changed = self.planner.dynamic_changed(&self.entries);
+        let entries_changed = dynamic_changed(self.planner, &self.entries);
         let capacity = elf.dynamic.as_ref().map_or(0, |d| d.capacity());
         let interp_fits = match (&self.interp, &elf.interp) {
             (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
@@ -118,31 +126,20 @@ impl<'p, 'a> Builder<'p, 'a> {
         };
         // Program headers the edits add fit when zeros follow the table (a PT_NULL entry is
         // already in the table).
-        let table_fits = self.planner.table_grows_in_place(&self.table);
+        let table_fits = table_grows_in_place(self.planner, &self.table);
         // Renamed symbols always go the appended way: the symbol table, both hash tables and the
         // strings change together, so they are written as copies and switched to in one write.
         let fits = self.symbols.renames.is_empty()
             && !strings.alloc.grows()
             && (!entries_changed || self.entries.len() < capacity)
             && interp_fits
-            && self.planner.note_fits(&self.note)
+            && note_fits(self.planner, &self.note)
             && table_fits;
         if fits {
             self.in_place(strings, versions, entries_changed)
         } else {
             self.appended(strings, versions, entries_changed)
         }
-    }
-
-    /// The final dynamic entries (see [`Planner::final_dynamic`]).
-    pub(super) fn final_dynamic(
-        &self,
-        strings: &NewStrings,
-        at: &TableAddresses,
-        relocate: &dyn Fn(u64) -> u64,
-    ) -> Vec<Dyn> {
-        self.planner
-            .final_dynamic(&self.entries, strings, at, relocate)
     }
 
     pub(super) fn push(&mut self, offset: u64, data: Data, len: u64, phase: Phase, what: &str) {

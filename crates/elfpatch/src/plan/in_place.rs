@@ -12,6 +12,8 @@ use super::contents::{
 use super::{Data, Layout, Phase, Plan};
 use crate::error::Result;
 use crate::format::{Phdr, Shdr};
+use crate::plan::contents::final_dynamic;
+use crate::plan::note_edit::note_phdrs;
 use object::elf as E;
 
 impl Builder<'_, '_> {
@@ -78,7 +80,7 @@ impl Builder<'_, '_> {
                 versym: None,
                 dynamic: dynamic.vaddr,
             };
-            let final_dynamic = self.final_dynamic(&strings, &at, &|x| x);
+            let final_dynamic = final_dynamic(self.planner, &self.entries, &strings, &at, &|x| x);
             let new = encode_dynamic(format, &final_dynamic, dynamic.capacity());
             let old = encode_dynamic(format, &dynamic.slots, dynamic.capacity());
             if let Some((lo, hi)) = diff_span(&old, &new) {
@@ -122,7 +124,7 @@ impl Builder<'_, '_> {
         let mut phdrs = table.phdrs.clone();
         // The note's program header changes here too, so that one span of writes switches every
         // program header (a separate write of the note's entry would overlap this one).
-        self.planner.note_phdrs(&self.note, &mut phdrs, None);
+        note_phdrs(self.planner, &self.note, &mut phdrs, None);
         let mut header = elf.header.clone();
         header.ident = table.ident;
         if !table.added.is_empty() {

@@ -46,9 +46,9 @@ mod dynstr;
 mod edits;
 mod header;
 mod in_place;
+mod input;
 mod note_edit;
 mod note_writes;
-mod preflight;
 pub mod strings;
 mod symbols;
 mod tags;
@@ -60,11 +60,13 @@ use object::elf;
 use crate::error::Result;
 use crate::format::Format;
 use crate::read::Elf;
-use crate::refs::Region;
 use crate::refs::Tables;
 use builder::Builder;
 pub(crate) use dynstr::Dynstr;
+use edits::dynamic_changed;
 use header::NewTable;
+use input::Input;
+use note_edit::note_change;
 
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -353,103 +355,55 @@ pub(crate) fn plan_with(
     edits: &[Edit],
     opts: &Options,
 ) -> Result<Plan> {
-    Planner::new(elf, tables, dynstr, opts)?.run(edits)
+    run(&Input::new(elf, tables, dynstr, opts)?, edits)
 }
 
-/// The input of one plan: the parsed file, the tables that refer to its strings, the string
-/// table itself, the options.
-struct Planner<'a> {
-    elf: &'a Elf,
-    tables: &'a Tables,
-    dynstr: &'a Dynstr<'a>,
-    opts: &'a Options,
-    format: Format,
-}
-
-impl<'a> Planner<'a> {
-    fn new(
-        elf: &'a Elf,
-        tables: &'a Tables,
-        dynstr: &'a Dynstr<'a>,
-        opts: &'a Options,
-    ) -> Result<Self> {
-        let planner = Planner {
-            elf,
-            tables,
-            dynstr,
-            opts,
-            format: elf.format,
-        };
-        planner.preflight()?;
-        Ok(planner)
+/// The plan of `edits` on a checked input.
+fn run(input: &Input<'_>, edits: &[Edit]) -> Result<Plan> {
+    let elf = input.elf;
+    let unchanged = Plan {
+        writes: Vec::new(),
+        old_len: elf.file_len,
+        new_len: elf.file_len,
+        symbol_fixups: Vec::new(),
+        layout: Layout::Unchanged,
+    };
+    if edits.is_empty() {
+        return Ok(unchanged);
     }
+    elf.require(crate::need::Need::Image)?;
 
-    fn run(&self, edits: &[Edit]) -> Result<Plan> {
-        let elf = self.elf;
-        let unchanged = Plan {
-            writes: Vec::new(),
-            old_len: elf.file_len,
-            new_len: elf.file_len,
-            symbol_fixups: Vec::new(),
-            layout: Layout::Unchanged,
-        };
-        if edits.is_empty() {
-            return Ok(unchanged);
-        }
-        elf.require(crate::need::Need::Image)?;
-
-        // 1. What the dynamic array, version records and interpreter should say.
-        let mut desired = self.desired(edits)?;
-        let dynamic_changed = self.dynamic_changed(&desired.entries);
-        let interp_changed = desired
-            .interp
-            .as_ref()
-            .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
-        // The note's fate depends on every other edit's result (a changed run path makes it stale).
-        let note = self.note_change(edits, &desired.entries)?;
-        let note_unchanged = note == note_edit::NoteChange::Keep;
-        let table = NewTable::of(elf, desired.header);
-        let header_changed = table.changed(elf);
-        if !dynamic_changed
-            && desired.verneed.is_empty()
-            && !interp_changed
-            && note_unchanged
-            && !header_changed
-            && desired.symbols.is_empty()
-        {
-            return Ok(unchanged);
-        }
-        if dynamic_changed || !desired.verneed.is_empty() || !desired.symbols.renames.is_empty() {
-            self.check_dynamic_editable()?;
-        }
-        if interp_changed {
-            self.check_interp_editable()?;
-        } else {
-            desired.interp = None;
-        }
-        // 2. Where the new contents go, and the writes that put them there.
-        Builder::new(self, desired, note, table).build()
+    // 1. What the dynamic array, version records and interpreter should say.
+    let mut desired = edits::desired(input, edits)?;
+    let dynamic_changed = dynamic_changed(input, &desired.entries);
+    let interp_changed = desired
+        .interp
+        .as_ref()
+        .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
+    // The note's fate depends on every other edit's result (a changed run path makes it stale).
+    let note = note_change(input, edits, &desired.entries)?;
+    let note_unchanged = note == note_edit::NoteChange::Keep;
+    let table = NewTable::of(elf, desired.header);
+    let header_changed = table.changed(elf);
+    if !dynamic_changed
+        && desired.verneed.is_empty()
+        && !interp_changed
+        && note_unchanged
+        && !header_changed
+        && desired.symbols.is_empty()
+    {
+        return Ok(unchanged);
     }
-
-    /// The tables `.dynamic` points to, with their extents.
-    fn dynamic_regions(&self) -> Vec<Region> {
-        let mut out = Vec::new();
-        if let Some(strtab) = &self.elf.strtab {
-            out.push(Region {
-                offset: strtab.offset,
-                vaddr: strtab.vaddr,
-                size: strtab.size,
-            });
-        }
-        let tables = self.tables;
-        out.extend(tables.dynsym.as_ref().map(|s| s.region));
-        out.extend(tables.hash);
-        out.extend(tables.gnu_hash);
-        out.extend(tables.versym.as_ref().map(|(r, _)| *r));
-        out.extend(tables.verneed.as_ref().map(|(r, _)| *r));
-        out.extend(tables.verdef.as_ref().map(|(r, _)| *r));
-        out
+    if dynamic_changed || !desired.verneed.is_empty() || !desired.symbols.renames.is_empty() {
+        input.check_dynamic_editable()?;
     }
+    if interp_changed {
+        input.check_interp_editable()?;
+    } else {
+        desired.interp = None;
+    }
+    // 2. Where the new contents go, and the writes that put them there.
+    Builder::new(input, desired, note, table).build()
 }
 
 #[cfg(test)]
@@ -461,9 +415,9 @@ mod layering {
         ("strings", include_str!("strings.rs")),
         ("tags", include_str!("tags.rs")),
         ("header", include_str!("header.rs")),
+        ("input", include_str!("input.rs")),
         ("edits", include_str!("edits.rs")),
         ("note_edit", include_str!("note_edit.rs")),
-        ("preflight", include_str!("preflight.rs")),
         ("contents", include_str!("contents.rs")),
         ("builder", include_str!("builder.rs")),
         ("note_writes", include_str!("note_writes.rs")),

@@ -11,6 +11,7 @@ use super::{Data, Phase};
 use crate::error::Result;
 use crate::format::Shdr;
 use crate::note;
+use crate::plan::note_edit::{check_note_containers, note_shdrs};
 
 impl Builder<'_, '_> {
     /// A note added to a file with usable section headers gets a section `.note.nixos.ldcache`:
@@ -101,7 +102,7 @@ impl Builder<'_, '_> {
             return Ok(());
         };
         let change = self.note.clone();
-        planner.check_note_containers(&change, false)?;
+        check_note_containers(planner, &change, false)?;
         match &change {
             NoteChange::Keep => return Ok(()),
             NoteChange::Set(desc) => {
@@ -120,7 +121,7 @@ impl Builder<'_, '_> {
             }
         }
         // Its program header is written with the others (`header_writes`).
-        planner.note_shdrs(&change, shdrs, None);
+        note_shdrs(planner, &change, shdrs, None);
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
-//! Unit-test support: a [`Planner`] over a file elfsynth builds from a spec, with the layout of
+//! Unit-test support: a [`Input`] over a file elfsynth builds from a spec, with the layout of
 //! that file to compare the planner's decisions with.
 
-use super::{Dynstr, Options, Planner};
+use super::{Dynstr, Input, Options};
 use crate::read::Elf;
 use crate::refs::Tables;
 
@@ -9,7 +9,7 @@ use crate::refs::Tables;
 pub(super) fn with_planner<R>(
     spec: &elfsynth::Spec,
     opts: &Options,
-    check: impl FnOnce(&Planner<'_>, &elfsynth::Layout) -> R,
+    check: impl FnOnce(&Input<'_>, &elfsynth::Layout) -> R,
 ) -> R {
     with_edited_planner(spec, opts, |_| {}, check)
 }
@@ -20,7 +20,7 @@ pub(super) fn with_edited_planner<R>(
     spec: &elfsynth::Spec,
     opts: &Options,
     edit: impl FnOnce(&mut Elf),
-    check: impl FnOnce(&Planner<'_>, &elfsynth::Layout) -> R,
+    check: impl FnOnce(&Input<'_>, &elfsynth::Layout) -> R,
 ) -> R {
     let bytes = elfsynth::build(spec);
     let layout = elfsynth::layout(spec).expect("a valid spec");
@@ -29,7 +29,7 @@ pub(super) fn with_edited_planner<R>(
     let tables = Tables::read(bytes.as_slice(), &elf).expect("and its tables");
     let whole = elf.strtab.as_ref().and_then(|s| s.bytes()).unwrap_or(&[]);
     let dynstr = Dynstr::whole(whole);
-    let planner = Planner::new(&elf, &tables, &dynstr, opts).expect("a sane file passes preflight");
+    let planner = Input::new(&elf, &tables, &dynstr, opts).expect("a sane file passes preflight");
     check(&planner, &layout)
 }
 

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::format::{Dyn, Header, Phdr, Shdr};
 use crate::plan::builder::Builder;
 use crate::plan::note_edit::new_note_phdr;
+use crate::plan::note_edit::note_phdrs;
 use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type};
 use crate::read::{Dynamic, Elf};
 
@@ -28,7 +29,8 @@ impl Builder<'_, '_> {
         // at the end.
         let mut phdrs = self.table.phdrs.clone();
         let note = segment.item(ItemKind::Note);
-        self.planner.note_phdrs(
+        note_phdrs(
+            self.planner,
             &self.note,
             &mut phdrs,
             note.map(|i| (i.offset, i.vaddr, i.size)),

@@ -24,7 +24,7 @@ mod site;
 mod tail;
 
 use room::Block;
-pub(super) use room::Room;
+pub(super) use room::{table_grows_in_place, Room};
 use site::{Item, ItemKind, Mode, Placed, SegmentBase, Site};
 pub(super) use tail::TailRoom;
 
@@ -40,6 +40,11 @@ use super::symbols::SymbolTables;
 use super::{Data, Layout, Phase, Plan, SectionMove};
 use crate::error::Result;
 use crate::format::{Dyn, Shdr};
+use crate::plan::appended::room::{described, dynamic_refs_in};
+use crate::plan::appended::site::{choose_site_above, new_phnum, place};
+use crate::plan::appended::tail::tail_room;
+use crate::plan::contents::{final_dynamic, interim_dynamic};
+use crate::plan::note_edit::{check_note_containers, note_shdrs};
 use headers::{drop_emptied_loads, read_only_if_emptied, NewHeaders};
 
 /// What moves into the appended segment. Live data that changes is copied, so that only the
@@ -150,12 +155,17 @@ impl Builder<'_, '_> {
         entries_changed: bool,
     ) -> Result<Plan> {
         let elf = self.planner.elf;
-        self.planner.check_note_containers(&self.note, true)?;
+        check_note_containers(self.planner, &self.note, true)?;
         let tail = self.tail(&strings);
         let segment = self.lay_out(&strings, &versions, entries_changed, tail)?;
         let addresses = self.table_addresses(&segment);
-        let final_dynamic =
-            self.final_dynamic(&strings, &addresses, &|vaddr| segment.relocate(vaddr));
+        let final_dynamic = final_dynamic(
+            self.planner,
+            &self.entries,
+            &strings,
+            &addresses,
+            &|vaddr| segment.relocate(vaddr),
+        );
         // A growing string table whose room is in use switches to a dynamic array that still
         // names the old strings first (`tail.rs`).
         let interim = segment
@@ -268,8 +278,7 @@ impl Builder<'_, '_> {
                     let end = t.load_end(p.offset_end());
                     (end, p.p_vaddr + (end - p.p_offset))
                 });
-                self.planner
-                    .choose_site_above(&self.table, self.note_extra_phdrs(), floor)?
+                choose_site_above(self.planner, &self.table, self.note_extra_phdrs(), floor)?
             }
         };
         let block = match site.mode {
@@ -283,7 +292,7 @@ impl Builder<'_, '_> {
         });
         let selection = self.select(block, tail, strings, versions, entries_changed)?;
         let mut items = self.items(site.mode, block, tail, &selection, strings, versions);
-        let placed = self.planner.place(site.base, &mut items)?;
+        let placed = place(self.planner, site.base, &mut items)?;
         let mut moved: Vec<BlockMove> = block
             .zip(items.iter().find(|i| i.kind == ItemKind::Block))
             .map(|(block, item)| BlockMove {
@@ -333,7 +342,7 @@ impl Builder<'_, '_> {
             && self.symbols.renames.is_empty()
             && self.table.added.is_empty();
         grows_alone
-            .then(|| self.planner.tail_room(strings.alloc.appended.len() as u64))
+            .then(|| tail_room(self.planner, strings.alloc.appended.len() as u64))
             .flatten()
     }
 
@@ -399,7 +408,7 @@ impl Builder<'_, '_> {
         let verneed = versions.verneed.is_some() && verneed_region.is_some();
         let versym = versions.versym.is_some() && tables.versym.is_some();
         let block_moves_tables =
-            block.is_some_and(|b| self.planner.dynamic_refs_in(b.start, b.end));
+            block.is_some_and(|b| dynamic_refs_in(self.planner, b.start, b.end));
         let symbols = self.symbol_tables(strings)?;
         // Growing in place, the array is written in place when it can be: the switch takes
         // several writes anyway (`tail.rs`). It moves when it is in the strings' way, too full,
@@ -458,10 +467,11 @@ impl Builder<'_, '_> {
         let format = self.planner.format;
         let mut items: Vec<Item> = Vec::new();
         if matches!(mode, Mode::New(Room::MoveTable)) {
-            let size = (self
-                .planner
-                .new_phnum(mode, self.table.added.len() + self.note_extra_phdrs())
-                * format.phdr_size()) as u64;
+            let size = (new_phnum(
+                self.planner,
+                mode,
+                self.table.added.len() + self.note_extra_phdrs(),
+            ) * format.phdr_size()) as u64;
             items.push(Item::new(ItemKind::PhdrTable, size, format.word_size()));
         }
         if let Some((t, block)) = tail.and_then(|t| t.block.map(|b| (t, b))) {
@@ -568,8 +578,7 @@ impl Builder<'_, '_> {
             versym: None,
             dynamic: segment.dynamic_at(elf).map_or(0, |(_, vaddr)| vaddr),
         };
-        self.planner
-            .interim_dynamic(&at, &|vaddr| segment.relocate(vaddr))
+        interim_dynamic(self.planner, &at, &|vaddr| segment.relocate(vaddr))
     }
 
     /// Phase 2: the segment's bytes, where nothing points yet.
@@ -596,7 +605,7 @@ impl Builder<'_, '_> {
             // Bytes of the block that nothing describes (padding, or what an earlier editor left
             // there: patchelf leaves old string tables behind) do not travel: nothing can refer
             // to them at their new address, and old strings must not survive the edit.
-            let described = self.planner.described(block.start, block.end);
+            let described = described(self.planner, block.start, block.end);
             for (lo, hi) in strings::subtract(&[(block.start, block.end)], &described) {
                 self.push(
                     m.new_offset + (lo - block.start),
@@ -837,7 +846,8 @@ impl Builder<'_, '_> {
             names.push("program headers".into());
         }
         let note = segment.item(ItemKind::Note);
-        self.planner.note_shdrs(
+        note_shdrs(
+            self.planner,
             &self.note,
             &mut shdrs,
             note.map(|i| (i.offset, i.vaddr, i.size)),
@@ -910,7 +920,7 @@ impl Builder<'_, '_> {
                 // The tables that moved out of the string table's way hold no strings, and the
                 // strings go over the first of them: only bytes nothing described (an earlier
                 // editor's leftovers) are zeroed, not megabytes of old hash tables.
-                let described = self.planner.described(block.0, block.1);
+                let described = described(self.planner, block.0, block.1);
                 dead.extend(strings::subtract(&[block], &described));
             } else {
                 dead.push(block);
