@@ -8,11 +8,11 @@
 use object::elf;
 
 use super::edits::{Entry, SymbolEdits, Value, VerneedEdits};
+use super::input::Input;
 use super::strings::{self, Allocation, Range, References, Request};
 use super::tags::{is_movable_pointer_tag, is_relocation_tag};
-use super::Input;
 use crate::error::Result;
-use crate::format::{Dyn, Format};
+use crate::format::{Dyn, Format, Shdr};
 use crate::read::{is_string_tag, Elf, StrContents, StrTab};
 use crate::refs::{Region, VerneedEntry};
 
@@ -463,4 +463,28 @@ pub(super) fn diff_span<T: PartialEq>(a: &[T], b: &[T]) -> Option<(usize, usize)
         hi -= 1;
     }
     Some((lo, hi))
+}
+
+/// `.gnu.version_r`'s `sh_info` is its record count. When no record is left and the file
+/// defines no versions, `.gnu.version` describes nothing any more: `DT_VERSYM` goes
+/// (`update_version_entries`) and its section header becomes an all-zero `SHT_NULL` entry, as
+/// a removed note's does (no index changes).
+pub(super) fn version_section_counts(
+    input: &Input<'_>,
+    shdrs: &mut [Shdr],
+    versions: &NewVersions,
+) {
+    if versions.kept == versions.entries.len() {
+        return;
+    }
+    let region = input.tables.verneed.as_ref().map(|(r, _)| *r);
+    if let Some(i) = section_at(input.elf, elf::SHT_GNU_VERNEED, region) {
+        shdrs[i].sh_info = versions.kept as u32;
+    }
+    if versions.kept == 0 && !defines_versions(input.elf) {
+        let region = input.tables.versym.as_ref().map(|(r, _)| *r);
+        if let Some(i) = section_at(input.elf, elf::SHT_GNU_VERSYM, region) {
+            shdrs[i] = Shdr::default();
+        }
+    }
 }

@@ -5,7 +5,8 @@
 use object::elf;
 
 use super::header::HeaderEdits;
-use super::{Edit, Input};
+use super::input::Input;
+use super::Edit;
 use crate::error::{Error, Result};
 use crate::need::Need;
 use crate::read::is_string_tag;
@@ -84,7 +85,7 @@ impl SymbolEdits {
 
 /// What the file should say once the edits are applied.
 #[derive(Clone, Debug)]
-pub(super) struct Desired {
+pub(super) struct Requested {
     /// The dynamic array's entries, without the terminating `DT_NULL`.
     pub(super) entries: Vec<Entry>,
     /// The version need records to rename or drop.
@@ -105,8 +106,8 @@ fn check_name(s: &[u8], what: &str) -> Result<()> {
 }
 
 /// Applies `edits`, in order, to the file's dynamic entries, version records and interpreter.
-pub(super) fn desired(input: &Input<'_>, edits: &[Edit]) -> Result<Desired> {
-    let mut desired = Desired {
+pub(super) fn requested(input: &Input<'_>, edits: &[Edit]) -> Result<Requested> {
+    let mut requested = Requested {
         entries: original_entries(input),
         verneed: VerneedEdits::default(),
         interp: None,
@@ -117,16 +118,16 @@ pub(super) fn desired(input: &Input<'_>, edits: &[Edit]) -> Result<Desired> {
         if edits_dynamic(edit) {
             input.elf.require(Need::Dynamic)?;
         }
-        apply_edit(input, &mut desired, edit)?;
+        apply_edit(input, &mut requested, edit)?;
     }
-    keep_values_set_back(input, &mut desired.entries);
-    keep_entries_set_back(input, &mut desired.entries);
-    let removals = &desired.verneed.removals;
-    desired
+    keep_values_set_back(input, &mut requested.entries);
+    keep_entries_set_back(input, &mut requested.entries);
+    let removals = &requested.verneed.removals;
+    requested
         .verneed
         .renames
         .retain(|r| !removals.contains(&r.record));
-    Ok(desired)
+    Ok(requested)
 }
 
 fn original_entries(input: &Input<'_>) -> Vec<Entry> {
@@ -149,8 +150,8 @@ fn original_entries(input: &Input<'_>) -> Vec<Entry> {
         .collect()
 }
 
-fn apply_edit(input: &Input<'_>, desired: &mut Desired, edit: &Edit) -> Result<()> {
-    let entries = &mut desired.entries;
+fn apply_edit(input: &Input<'_>, requested: &mut Requested, edit: &Edit) -> Result<()> {
+    let entries = &mut requested.entries;
     match edit {
         Edit::SetRunpath(s) => {
             check_name(s, "RUNPATH")?;
@@ -176,8 +177,8 @@ fn apply_edit(input: &Input<'_>, desired: &mut Desired, edit: &Edit) -> Result<(
             }
         }
         Edit::AddNeeded(name) => add_needed(input, entries, name)?,
-        Edit::RemoveNeeded(name) => remove_needed(input, desired, name),
-        Edit::ReplaceNeeded { old, new } => replace_needed(input, desired, old, new)?,
+        Edit::RemoveNeeded(name) => remove_needed(input, requested, name),
+        Edit::ReplaceNeeded { old, new } => replace_needed(input, requested, old, new)?,
         Edit::SetSoname(s) => {
             check_name(s, "SONAME")?;
             set_string(input, entries, elf::DT_SONAME, s);
@@ -188,14 +189,14 @@ fn apply_edit(input: &Input<'_>, desired: &mut Desired, edit: &Edit) -> Result<(
             if s.is_empty() {
                 return Err(Error::invalid("empty interpreter path"));
             }
-            desired.interp = Some(s.clone());
+            requested.interp = Some(s.clone());
         }
-        Edit::ClearSymbolVersion(name) => clear_version(input, &mut desired.symbols, name),
-        Edit::RenameDynamicSymbols(map) => rename_symbols(input, &mut desired.symbols, map)?,
+        Edit::ClearSymbolVersion(name) => clear_version(input, &mut requested.symbols, name),
+        Edit::RenameDynamicSymbols(map) => rename_symbols(input, &mut requested.symbols, map)?,
         // Decided once every other edit is known (`note_change`).
         Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
-        Edit::SetOsAbi(abi) => desired.header.os_abi = Some(*abi),
-        Edit::SetExecstack(x) => desired.header.execstack = Some(*x),
+        Edit::SetOsAbi(abi) => requested.header.os_abi = Some(*abi),
+        Edit::SetExecstack(x) => requested.header.execstack = Some(*x),
         Edit::AddFlags1(bits) => add_flags_1(entries, *bits),
         Edit::AddDebugTag => {
             if !has_tag(entries, elf::DT_DEBUG) {
@@ -304,11 +305,11 @@ fn add_needed(input: &Input<'_>, entries: &mut Vec<Entry>, name: &[u8]) -> Resul
 }
 
 /// Drops the `DT_NEEDED` entries naming `name` and the version records of that file.
-fn remove_needed(input: &Input<'_>, desired: &mut Desired, name: &[u8]) {
-    desired
+fn remove_needed(input: &Input<'_>, requested: &mut Requested, name: &[u8]) {
+    requested
         .entries
         .retain(|x| !(x.tag == u64::from(elf::DT_NEEDED) && value_of(input, &x.val) == name));
-    let edits = &mut desired.verneed;
+    let edits = &mut requested.verneed;
     for (i, record) in input.verneed_records().iter().enumerate() {
         let current = edits
             .current_name(i)
@@ -321,12 +322,17 @@ fn remove_needed(input: &Input<'_>, desired: &mut Desired, name: &[u8]) {
 }
 
 /// Renames the `DT_NEEDED` entries naming `old`, and the version records of that file.
-fn replace_needed(input: &Input<'_>, desired: &mut Desired, old: &[u8], new: &[u8]) -> Result<()> {
+fn replace_needed(
+    input: &Input<'_>,
+    requested: &mut Requested,
+    old: &[u8],
+    new: &[u8],
+) -> Result<()> {
     check_name(new, "NEEDED name")?;
     if new.is_empty() {
         return Err(Error::invalid("empty NEEDED name"));
     }
-    for x in desired
+    for x in requested
         .entries
         .iter_mut()
         .filter(|x| x.tag == u64::from(elf::DT_NEEDED))
@@ -339,7 +345,7 @@ fn replace_needed(input: &Input<'_>, desired: &mut Desired, old: &[u8], new: &[u
             };
         }
     }
-    let edits = &mut desired.verneed;
+    let edits = &mut requested.verneed;
     for (i, record) in input.verneed_records().iter().enumerate() {
         if edits.removals.contains(&i) {
             continue;

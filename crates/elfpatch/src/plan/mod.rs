@@ -42,6 +42,7 @@
 mod appended;
 mod builder;
 mod contents;
+mod desired;
 mod dynstr;
 mod edits;
 mod header;
@@ -49,11 +50,13 @@ mod in_place;
 mod input;
 mod note_edit;
 mod note_writes;
+mod placed;
 pub mod strings;
 mod symbols;
 mod tags;
 #[cfg(test)]
 mod testing;
+mod writes;
 
 use object::elf;
 
@@ -61,12 +64,8 @@ use crate::error::Result;
 use crate::format::Format;
 use crate::read::Elf;
 use crate::refs::Tables;
-use builder::Builder;
 pub(crate) use dynstr::Dynstr;
-use edits::dynamic_changed;
-use header::NewTable;
 use input::Input;
-use note_edit::note_change;
 
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -372,38 +371,10 @@ fn run(input: &Input<'_>, edits: &[Edit]) -> Result<Plan> {
         return Ok(unchanged);
     }
     elf.require(crate::need::Need::Image)?;
-
-    // 1. What the dynamic array, version records and interpreter should say.
-    let mut desired = edits::desired(input, edits)?;
-    let dynamic_changed = dynamic_changed(input, &desired.entries);
-    let interp_changed = desired
-        .interp
-        .as_ref()
-        .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
-    // The note's fate depends on every other edit's result (a changed run path makes it stale).
-    let note = note_change(input, edits, &desired.entries)?;
-    let note_unchanged = note == note_edit::NoteChange::Keep;
-    let table = NewTable::of(elf, desired.header);
-    let header_changed = table.changed(elf);
-    if !dynamic_changed
-        && desired.verneed.is_empty()
-        && !interp_changed
-        && note_unchanged
-        && !header_changed
-        && desired.symbols.is_empty()
-    {
-        return Ok(unchanged);
+    match desired::desired(input, edits)? {
+        None => Ok(unchanged),
+        Some(desired) => builder::build(input, desired),
     }
-    if dynamic_changed || !desired.verneed.is_empty() || !desired.symbols.renames.is_empty() {
-        input.check_dynamic_editable()?;
-    }
-    if interp_changed {
-        input.check_interp_editable()?;
-    } else {
-        desired.interp = None;
-    }
-    // 2. Where the new contents go, and the writes that put them there.
-    Builder::new(input, desired, note, table).build()
 }
 
 #[cfg(test)]

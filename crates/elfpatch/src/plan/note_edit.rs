@@ -22,7 +22,8 @@
 use object::elf;
 
 use super::edits::Entry;
-use super::{Edit, Input};
+use super::input::Input;
+use super::Edit;
 use crate::error::{Error, Result};
 use crate::format::{Format, Phdr, Shdr};
 use crate::note::{self, LocatedNote, ResolutionCache};

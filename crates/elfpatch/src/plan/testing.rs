@@ -1,7 +1,8 @@
 //! Unit-test support: a [`Input`] over a file elfsynth builds from a spec, with the layout of
 //! that file to compare the planner's decisions with.
 
-use super::{Dynstr, Input, Options};
+use super::input::Input;
+use super::{Dynstr, Options};
 use crate::read::Elf;
 use crate::refs::Tables;
 

@@ -12,11 +12,11 @@ use object::elf;
 
 use crate::error::{Error, Result};
 use crate::plan::header::NewTable;
+use crate::plan::input::Input;
 use crate::plan::strings::{self, Range};
 use crate::plan::tags::{
     is_fixed_address_tag, is_read_only_table_type, is_relocation_tag, DT_RELR, DT_RELRSZ, SHT_RELR,
 };
-use crate::plan::Input;
 
 /// Above this size, a library moves its program header table rather than the block after it.
 const LARGE_BLOCK: u64 = 64 << 10;

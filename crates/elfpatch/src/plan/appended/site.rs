@@ -7,8 +7,9 @@ use object::elf;
 use super::room::Room;
 use crate::error::{Error, Result};
 use crate::plan::appended::room::find_room;
+use crate::plan::checked_align_up;
 use crate::plan::header::NewTable;
-use crate::plan::{checked_align_up, Input};
+use crate::plan::input::Input;
 
 /// A thing placed in the appended segment.
 #[derive(Clone, Debug)]
@@ -88,7 +89,7 @@ pub(in crate::plan) struct Site {
 
 /// The placed segment.
 #[derive(Clone, Copy, Debug)]
-pub(in crate::plan) struct Placed {
+pub(in crate::plan) struct Extent {
     pub(in crate::plan) offset: u64,
     pub(in crate::plan) vaddr: u64,
     pub(in crate::plan) end_offset: u64,
@@ -282,7 +283,7 @@ pub(in crate::plan) fn place(
     input: &Input<'_>,
     base: SegmentBase,
     items: &mut [Item],
-) -> Result<Placed> {
+) -> Result<Extent> {
     let bias = base.vaddr.wrapping_sub(base.offset);
     let mut cursor = base.offset;
     for item in items.iter_mut() {
@@ -303,7 +304,7 @@ pub(in crate::plan) fn place(
             "the appended segment would not fit in the address space",
         ));
     }
-    Ok(Placed {
+    Ok(Extent {
         offset: base.offset,
         vaddr: base.vaddr,
         end_offset: cursor,
