@@ -379,44 +379,309 @@ fn run(input: &Input<'_>, edits: &[Edit]) -> Result<Plan> {
 
 #[cfg(test)]
 mod layering {
-    /// The planner's modules, lowest first, with their sources: each may import only those
-    /// before it (the root, this file, holds the shared types and the entry point).
-    const ORDER: [(&str, &str); 13] = [
+    /// Every file of the planner but the root (this file), lowest first: its module path below
+    /// `plan` and its source. Each may import only those before it, and the root.
+    const ORDER: [(&str, &str); 24] = [
         ("dynstr", include_str!("dynstr.rs")),
         ("strings", include_str!("strings.rs")),
         ("tags", include_str!("tags.rs")),
         ("header", include_str!("header.rs")),
+        // Stage 1: the input.
         ("input", include_str!("input.rs")),
+        ("testing", include_str!("testing.rs")),
         ("edits", include_str!("edits.rs")),
         ("note_edit", include_str!("note_edit.rs")),
         ("contents", include_str!("contents.rs")),
-        ("builder", include_str!("builder.rs")),
-        ("note_writes", include_str!("note_writes.rs")),
+        // Stage 2: the desired contents.
+        ("desired", include_str!("desired.rs")),
+        ("appended::room", include_str!("appended/room.rs")),
+        ("appended::site", include_str!("appended/site.rs")),
+        // Stage 3: the placement, and the strategy it chooses.
+        ("placed", include_str!("placed.rs")),
+        ("writes", include_str!("writes.rs")),
         ("symbols", include_str!("symbols.rs")),
+        ("note_writes", include_str!("note_writes.rs")),
+        // Stage 4: the strategies, each a function of the input and the placement.
         ("in_place", include_str!("in_place.rs")),
+        ("appended::tail", include_str!("appended/tail.rs")),
+        ("appended::segment", include_str!("appended/segment.rs")),
+        ("appended::headers", include_str!("appended/headers.rs")),
         (
-            "appended",
-            concat!(
-                include_str!("appended/mod.rs"),
-                include_str!("appended/headers.rs"),
-                include_str!("appended/room.rs"),
-                include_str!("appended/site.rs")
-            ),
+            "appended::section_table",
+            include_str!("appended/section_table.rs"),
         ),
+        ("appended::commit", include_str!("appended/commit.rs")),
+        ("appended", include_str!("appended/mod.rs")),
+        // The choice between them.
+        ("builder", include_str!("builder.rs")),
     ];
 
+    /// The root: the shared types, and the entry point.
+    const ROOT: &str = include_str!("mod.rs");
+
+    fn files() -> Vec<(&'static str, &'static str)> {
+        ORDER.to_vec()
+    }
+
+    /// The position of module `name` among the files.
+    fn rank(name: &str) -> Option<usize> {
+        files().iter().position(|(n, _)| *n == name)
+    }
+
+    /// The `use` declarations of `src`, each as the full paths it names (braces expanded).
+    fn use_paths(src: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = src;
+        while let Some(at) = find_use(rest) {
+            let body = &rest[at..];
+            let end = body.find(';').expect("a use declaration ends");
+            expand("", &body[..end], &mut out);
+            rest = &body[end..];
+        }
+        out
+    }
+
+    /// Where the next `use` declaration's path starts (after `use ` at the start of a line).
+    fn find_use(src: &str) -> Option<usize> {
+        let mut offset = 0;
+        for line in src.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            let body = trimmed
+                .strip_prefix("use ")
+                .or_else(|| trimmed.strip_prefix("pub(super) use "))
+                .or_else(|| trimmed.strip_prefix("pub(crate) use "))
+                .or_else(|| trimmed.strip_prefix("pub(in crate::plan) use "));
+            if let Some(body) = body {
+                return Some(offset + line.len() - body.len());
+            }
+            offset += line.len();
+        }
+        None
+    }
+
+    /// Appends the paths `tree` names, each after `prefix`.
+    fn expand(prefix: &str, tree: &str, out: &mut Vec<String>) {
+        let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
+        let Some(open) = tree.find('{') else {
+            out.push(format!("{prefix}{tree}"));
+            return;
+        };
+        let head = format!("{prefix}{}", &tree[..open]);
+        let inner = &tree[open + 1..tree.rfind('}').expect("braces match")];
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&head, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        if start < inner.len() {
+            expand(&head, &inner[start..], out);
+        }
+    }
+
+    /// The listed file that `path`, imported by module `from`, comes from: the longest listed
+    /// module the path starts with (`None` for the root and for anything outside the planner).
+    fn target(from: &str, path: &str) -> Option<&'static str> {
+        let mut here: Vec<&str> = from.split("::").filter(|s| !s.is_empty()).collect();
+        let mut segments: Vec<&str> = path.split("::").collect();
+        match segments[0] {
+            "crate" if segments.get(1) == Some(&"plan") => {
+                here.clear();
+                segments.drain(..2);
+            }
+            "super" => {
+                while segments.first() == Some(&"super") {
+                    segments.remove(0);
+                    here.pop();
+                }
+            }
+            "self" => {
+                segments.remove(0);
+            }
+            // A child module (`use room::Block;` in `appended/mod.rs`), or another crate.
+            first if rank(&child(&here, first)).is_some() => {}
+            _ => return None,
+        }
+        let full: Vec<&str> = here.into_iter().chain(segments).collect();
+        (1..=full.len())
+            .rev()
+            .find_map(|n| {
+                files()
+                    .into_iter()
+                    .find(|(name, _)| *name == full[..n].join("::"))
+            })
+            .map(|(name, _)| name)
+            .filter(|name| *name != from)
+    }
+
+    fn child(here: &[&str], name: &str) -> String {
+        here.iter()
+            .chain([&name])
+            .copied()
+            .collect::<Vec<_>>()
+            .join("::")
+    }
+
+    /// The files each listed file imports (its unit tests, a module of their own, aside).
+    fn imports(name: &str, src: &str) -> Vec<&'static str> {
+        let src = src.split("\n#[cfg(test)]\nmod ").next().unwrap_or(src);
+        use_paths(src)
+            .iter()
+            .filter_map(|p| target(name, p))
+            .collect()
+    }
+
+    /// The types declared at the top level of `src`.
+    fn declared(src: &str) -> Vec<String> {
+        src.lines()
+            .filter_map(|l| {
+                let l = l
+                    .strip_prefix("pub(super) ")
+                    .or_else(|| l.strip_prefix("pub(crate) "))
+                    .or_else(|| l.strip_prefix("pub(in crate::plan) "))
+                    .or_else(|| l.strip_prefix("pub "))
+                    .unwrap_or(l);
+                let rest = l
+                    .strip_prefix("struct ")
+                    .or_else(|| l.strip_prefix("enum "))?;
+                Some(type_name(rest))
+            })
+            .collect()
+    }
+
+    /// The types given inherent methods (`impl T`, not `impl Trait for T`) in `src`.
+    fn inherent_impls(src: &str) -> Vec<String> {
+        src.lines()
+            .filter(|l| l.starts_with("impl") && !l.contains(" for "))
+            .filter_map(|l| {
+                let l = l.strip_prefix("impl")?;
+                // Skip the impl's own generics.
+                let l = match l.strip_prefix('<') {
+                    Some(g) => &g[g.find('>')? + 1..],
+                    None => l,
+                };
+                Some(type_name(l.trim_start()))
+            })
+            .collect()
+    }
+
+    fn type_name(s: &str) -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    }
+
     #[test]
-    fn each_module_imports_only_those_below_it() {
-        for (i, (name, src)) in ORDER.iter().enumerate() {
-            for (above, _) in &ORDER[i + 1..] {
-                for path in [format!("super::{above}"), format!("crate::plan::{above}")] {
-                    let imports = src.lines().any(|l| {
-                        l.trim_start().starts_with("use ")
-                            && (l.contains(&format!("{path}::")) || l.contains(&format!("{path};")))
+    fn every_file_is_listed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/plan");
+        let mut on_disk = Vec::new();
+        for (sub, prefix) in [("", ""), ("/appended", "appended::")] {
+            for entry in std::fs::read_dir(format!("{dir}{sub}")).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(stem) = name.strip_suffix(".rs") {
+                    on_disk.push(match (prefix, stem) {
+                        ("", "mod") => String::new(),
+                        ("appended::", "mod") => "appended".to_string(),
+                        _ => format!("{prefix}{stem}"),
                     });
-                    assert!(!imports, "{name} imports {above}, which is above it");
                 }
             }
         }
+        on_disk.retain(|n| !n.is_empty());
+        on_disk.sort();
+        let mut listed: Vec<String> = files()
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, on_disk);
+    }
+
+    #[test]
+    fn each_file_imports_only_those_below_it() {
+        for (i, (name, src)) in files().iter().enumerate() {
+            for imported in imports(name, src) {
+                let at = rank(imported).expect("a listed file");
+                assert!(at < i, "{name} imports {imported}, which is above it");
+            }
+        }
+    }
+
+    #[test]
+    fn methods_stay_with_their_type() {
+        let declared_in = |ty: &str| {
+            files()
+                .into_iter()
+                .chain([("", ROOT)])
+                .find(|(_, src)| declared(src).iter().any(|d| d == ty))
+                .map(|(name, _)| name)
+        };
+        let mut files_of: Vec<(String, Vec<&str>)> = Vec::new();
+        for (name, src) in files() {
+            for ty in inherent_impls(src) {
+                match files_of.iter_mut().find(|(t, _)| *t == ty) {
+                    Some((_, v)) if !v.contains(&name) => v.push(name),
+                    Some(_) => {}
+                    None => files_of.push((ty.clone(), vec![name])),
+                }
+                let Some(home) = declared_in(&ty) else {
+                    continue;
+                };
+                // Methods away from their type, in a file that imports the type's file: the
+                // type's file uses them with no `use` line to show it, a tie both ways.
+                let ties = home != name && (home.is_empty() || imports(name, src).contains(&home));
+                assert!(
+                    !ties,
+                    "{name} holds methods of {ty}, declared in {home}, which it imports"
+                );
+            }
+        }
+        for (ty, in_files) in files_of {
+            assert!(in_files.len() <= 2, "{ty} has methods in {in_files:?}");
+        }
+    }
+
+    #[test]
+    fn the_checks_see_what_they_check() {
+        // The parsing above, on the shapes the sources use.
+        let mut paths = Vec::new();
+        expand("", "super::contents::{a, b::{c, D}}", &mut paths);
+        assert_eq!(
+            paths,
+            [
+                "super::contents::a",
+                "super::contents::b::c",
+                "super::contents::b::D"
+            ]
+        );
+        assert_eq!(
+            target("appended::site", "super::room::Room"),
+            Some("appended::room")
+        );
+        assert_eq!(target("appended", "super::input::Input"), Some("input"));
+        assert_eq!(
+            target("appended", "room::described"),
+            Some("appended::room")
+        );
+        assert_eq!(
+            target("placed", "super::appended::room::x"),
+            Some("appended::room")
+        );
+        assert_eq!(target("edits", "crate::plan::input::Input"), Some("input"));
+        assert_eq!(target("edits", "super::Edit"), None);
+        assert_eq!(target("edits", "crate::read::Elf"), None);
+        assert_eq!(
+            inherent_impls("impl<'a> Input<'a> {\nimpl Default for Options {"),
+            ["Input"]
+        );
+        assert_eq!(declared("pub(super) struct Writes<'e> {"), ["Writes"]);
+        assert!(imports("builder", include_str!("builder.rs")).contains(&"in_place"));
     }
 }

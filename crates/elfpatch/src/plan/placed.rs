@@ -3,7 +3,7 @@
 //! version records and symbol versions that result, the final dynamic entries, and the strategy
 //! that follows: **in place** when everything fits where it is, **appended** otherwise.
 
-use super::appended::table_grows_in_place;
+use super::appended::room::table_grows_in_place;
 use super::contents::{
     new_versions, place_strings, update_version_entries, NewStrings, NewVersions,
 };

@@ -4,7 +4,9 @@
 
 use object::elf;
 
-use super::{AppendedSegment, ItemKind, Mode, Room};
+use super::room::Room;
+use super::segment::AppendedSegment;
+use super::site::{ItemKind, Mode};
 use crate::error::{Error, Result};
 use crate::format::{Dyn, Header, Phdr, Shdr};
 use crate::plan::input::Input;

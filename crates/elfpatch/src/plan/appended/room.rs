@@ -390,12 +390,12 @@ mod tests {
     use object::elf;
 
     use super::{find_room, Block, Room};
-    use crate::plan::testing::{phdr_table_end, with_edited_planner, with_planner};
+    use crate::plan::testing::{phdr_table_end, with_edited_input, with_input};
     use crate::plan::Options;
 
     fn room(spec: &Spec) -> Room {
-        with_planner(spec, &Options::default(), |planner, _| {
-            find_room(planner, None, 1).unwrap()
+        with_input(spec, &Options::default(), |input, _| {
+            find_room(input, None, 1).unwrap()
         })
     }
 
@@ -405,13 +405,13 @@ mod tests {
             pt_null_slots: 2,
             ..Spec::default()
         };
-        with_planner(&spec, &Options::default(), |planner, layout| {
+        with_input(&spec, &Options::default(), |input, layout| {
             let first_null = layout
                 .segments
                 .iter()
                 .position(|s| s.p_type == elf::PT_NULL);
             assert_eq!(
-                find_room(planner, None, 1).unwrap(),
+                find_room(input, None, 1).unwrap(),
                 Room::NullSlot(first_null.unwrap())
             );
             // The first taken, the next one; none for two entries.
@@ -421,11 +421,11 @@ mod tests {
                 .enumerate()
                 .position(|(i, s)| s.p_type == elf::PT_NULL && Some(i) != first_null);
             assert_eq!(
-                find_room(planner, first_null, 1).unwrap(),
+                find_room(input, first_null, 1).unwrap(),
                 Room::NullSlot(second.unwrap())
             );
             assert!(!matches!(
-                find_room(planner, None, 2).unwrap(),
+                find_room(input, None, 2).unwrap(),
                 Room::NullSlot(_)
             ));
         });
@@ -456,8 +456,8 @@ mod tests {
                 with_section_headers,
                 ..Spec::default()
             };
-            with_planner(&spec, &Options::default(), |planner, layout| {
-                let Room::Block(Block { start, end, align }) = find_room(planner, None, 1).unwrap()
+            with_input(&spec, &Options::default(), |input, layout| {
+                let Room::Block(Block { start, end, align }) = find_room(input, None, 1).unwrap()
                 else {
                     panic!("no block moved (section headers: {with_section_headers})");
                 };
@@ -484,8 +484,8 @@ mod tests {
             first_after_phdrs: AfterPhdrs::Dynsym,
             ..Spec::default()
         };
-        with_planner(&spec, &Options::default(), |planner, layout| {
-            let Room::Block(block) = find_room(planner, None, 1).unwrap() else {
+        with_input(&spec, &Options::default(), |input, layout| {
+            let Room::Block(block) = find_room(input, None, 1).unwrap() else {
                 panic!("no block moved");
             };
             let dynsym = layout.section(".dynsym").unwrap();
@@ -576,8 +576,8 @@ mod tests {
             .unwrap()
             .addr;
         let set_entry = |elf: &mut crate::Elf| elf.header.e_entry = interp;
-        with_edited_planner(&spec, &Options::default(), set_entry, |planner, _| {
-            assert_eq!(find_room(planner, None, 1).unwrap(), Room::MoveTable);
+        with_edited_input(&spec, &Options::default(), set_entry, |input, _| {
+            assert_eq!(find_room(input, None, 1).unwrap(), Room::MoveTable);
         });
     }
 }

@@ -329,12 +329,13 @@ mod tests {
     use super::{choose_site, place, Mode, SegmentBase};
     use crate::plan::appended::room::Room;
     use crate::plan::header::NewTable;
-    use crate::plan::testing::{with_edited_planner, with_planner};
-    use crate::plan::{Input, Options};
+    use crate::plan::input::Input;
+    use crate::plan::testing::{with_edited_input, with_input};
+    use crate::plan::Options;
 
     /// The program header table as it is.
-    fn unchanged(planner: &Input<'_>) -> NewTable {
-        NewTable::of(planner.elf, Default::default())
+    fn unchanged(input: &Input<'_>) -> NewTable {
+        NewTable::of(input.elf, Default::default())
     }
 
     /// The last `PT_LOAD` of a file without section headers or `.bss` ends the file.
@@ -349,8 +350,8 @@ mod tests {
     #[test]
     fn the_last_segment_grows_when_it_ends_the_file() {
         let spec = extendable();
-        with_planner(&spec, &Options::default(), |planner, layout| {
-            let site = choose_site(planner, &unchanged(planner), 0).unwrap();
+        with_input(&spec, &Options::default(), |input, layout| {
+            let site = choose_site(input, &unchanged(input), 0).unwrap();
             let last = layout
                 .segments
                 .iter()
@@ -383,8 +384,8 @@ mod tests {
             ),
         ];
         for (what, spec) in cases {
-            with_planner(&spec, &Options::default(), |planner, layout| {
-                let site = choose_site(planner, &unchanged(planner), 0).unwrap();
+            with_input(&spec, &Options::default(), |input, layout| {
+                let site = choose_site(input, &unchanged(input), 0).unwrap();
                 assert!(matches!(site.mode, Mode::New(_)), "{what}");
                 let top = layout.segments.iter().filter(|s| s.p_type == elf::PT_LOAD);
                 let top = top.map(|s| s.vaddr + s.memsz).max().unwrap();
@@ -405,8 +406,8 @@ mod tests {
             page_size: Some(0x10000),
             ..Options::default()
         };
-        with_planner(&Spec::default(), &opts, |planner, _| {
-            let base = choose_site(planner, &unchanged(planner), 0).unwrap().base;
+        with_input(&Spec::default(), &opts, |input, _| {
+            let base = choose_site(input, &unchanged(input), 0).unwrap().base;
             assert_eq!(base.vaddr % 0x10000, base.offset % 0x10000);
             assert_eq!(base.align, 0x1000);
         });
@@ -422,8 +423,8 @@ mod tests {
             first_after_phdrs: AfterPhdrs::Text,
             ..Spec::default()
         };
-        with_planner(&spec, &Options::default(), |planner, layout| {
-            let site = choose_site(planner, &unchanged(planner), 0).unwrap();
+        with_input(&spec, &Options::default(), |input, layout| {
+            let site = choose_site(input, &unchanged(input), 0).unwrap();
             assert!(matches!(site.mode, Mode::New(Room::MoveTable)));
             assert_eq!(site.base.vaddr - site.base.offset, 0x40_0000);
             assert!(site.base.offset >= layout.file_size);
@@ -440,12 +441,12 @@ mod tests {
                 .unwrap();
             load.p_align = 0x3000;
         };
-        with_edited_planner(
+        with_edited_input(
             &Spec::default(),
             &Options::default(),
             misalign,
-            |planner, _| {
-                let err = choose_site(planner, &unchanged(planner), 0).unwrap_err();
+            |input, _| {
+                let err = choose_site(input, &unchanged(input), 0).unwrap_err();
                 assert!(err.to_string().contains("not a usable alignment"), "{err}");
             },
         );
@@ -454,7 +455,7 @@ mod tests {
     #[test]
     fn items_are_placed_in_order_aligned_and_congruent() {
         use super::{Item, ItemKind};
-        with_planner(&Spec::default(), &Options::default(), |planner, _| {
+        with_input(&Spec::default(), &Options::default(), |input, _| {
             let base = SegmentBase {
                 offset: 0x3001,
                 vaddr: 0x5001,
@@ -467,7 +468,7 @@ mod tests {
                 block,
                 Item::new(ItemKind::Dynamic, 0x100, 8),
             ];
-            let placed = place(planner, base, &mut items).unwrap();
+            let placed = place(input, base, &mut items).unwrap();
             assert_eq!((items[0].offset, items[0].vaddr), (0x3001, 0x5001));
             // 16-aligned would be 0x3010; congruent with 0x2_0008 modulo 16 is 0x3018.
             assert_eq!((items[1].offset, items[1].vaddr), (0x3018, 0x5018));

@@ -29,15 +29,9 @@
 use object::elf;
 
 use super::room::{Block, Occupant};
-use super::site::ItemKind;
-use super::AppendedSegment;
-use crate::format::Dyn;
 use crate::plan::appended::room::occupants;
 use crate::plan::appended::site::extendable_tail;
-use crate::plan::contents::{diff_span, encode_dynamic, NewStrings};
 use crate::plan::input::Input;
-use crate::plan::writes::Writes;
-use crate::plan::Phase;
 
 /// How the string table grows where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,62 +239,4 @@ struct Ways {
     block: Option<Block>,
     dynamic: bool,
     section_table: bool,
-}
-
-/// The writes after the headers switched, when the string table grows where it is: the
-/// dynamic array in place switches to what it names first (the interim array, or the final
-/// one when the strings are staged); then, when the strings' room was in use, the strings go
-/// over it and one last write of the array switches to them. Each write leaves the old file
-/// or the new one: the interim array names the old strings, and the tables it points at are
-/// copies staged before.
-pub(super) fn grow_commit(
-    input: &Input<'_>,
-    w: &mut Writes<'_>,
-    segment: &AppendedSegment,
-    tail: TailRoom,
-    strings: &NewStrings,
-    interim: Option<&[Dyn]>,
-    final_dynamic: &[Dyn],
-) {
-    let elf = input.elf;
-    let format = input.format;
-    let first = interim.unwrap_or(final_dynamic);
-    let array = elf
-        .dynamic
-        .as_ref()
-        .map(|d| match segment.item(ItemKind::Dynamic) {
-            // Staged already with what it names first.
-            Some(item) => {
-                let capacity = segment.selection.dynamic_capacity;
-                (
-                    item.offset,
-                    capacity,
-                    encode_dynamic(format, first, capacity),
-                )
-            }
-            None => {
-                let capacity = d.capacity();
-                let old = encode_dynamic(format, &d.slots, capacity);
-                let new = encode_dynamic(format, first, capacity);
-                dynamic_diff(w, d.offset, &old, &new);
-                (d.offset, capacity, new)
-            }
-        });
-    if !tail.strings_after_switch() {
-        return;
-    }
-    let bytes = strings.alloc.appended.clone();
-    w.push_bytes(tail.start, bytes, Phase::Commit, "new strings");
-    if let Some((offset, capacity, current)) = array {
-        let last = encode_dynamic(format, final_dynamic, capacity);
-        dynamic_diff(w, offset, &current, &last);
-    }
-}
-
-/// One write of the bytes of the dynamic array at `offset` that differ from `old` to `new`.
-pub(super) fn dynamic_diff(w: &mut Writes<'_>, offset: u64, old: &[u8], new: &[u8]) {
-    if let Some((lo, hi)) = diff_span(old, new) {
-        let bytes = new[lo..hi].to_vec();
-        w.push_bytes(offset + lo as u64, bytes, Phase::Commit, "dynamic entries");
-    }
 }
