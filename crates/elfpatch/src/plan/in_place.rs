@@ -79,7 +79,7 @@ pub(super) fn plan(input: &Input<'_>, placed: &Placed) -> Result<Plan> {
             versym: None,
             dynamic: dynamic.vaddr,
         };
-        let final_dynamic = final_dynamic(input, &placed.entries, &strings, &at, &|x| x);
+        let final_dynamic = final_dynamic(input, &placed.entries, strings, &at, &|x| x);
         let new = encode_dynamic(format, &final_dynamic, dynamic.capacity());
         let old = encode_dynamic(format, &dynamic.slots, dynamic.capacity());
         if let Some((lo, hi)) = diff_span(&old, &new) {
@@ -103,7 +103,7 @@ pub(super) fn plan(input: &Input<'_>, placed: &Placed) -> Result<Plan> {
     }
     let mut shdrs: Vec<Shdr> = elf.sections.iter().map(|x| x.shdr).collect();
     note_in_place(input, placed, &mut w, &mut shdrs)?;
-    version_section_counts(input, &mut shdrs, &versions);
+    version_section_counts(input, &mut shdrs, versions);
     w.section_header_writes(&shdrs);
     w.finish(Layout::InPlace, elf.file_len, Vec::new())
 }

@@ -10,7 +10,6 @@
 
 use object::elf;
 
-use super::contents::NewStrings;
 use super::input::Input;
 use super::placed::Placed;
 use crate::error::{Error, Result};
@@ -30,11 +29,8 @@ pub(super) struct SymbolTables {
 }
 
 /// The tables after the renames, or `None` when no symbol is renamed.
-pub(super) fn symbol_tables(
-    input: &Input<'_>,
-    placed: &Placed,
-    strings: &NewStrings,
-) -> Result<Option<SymbolTables>> {
+pub(super) fn symbol_tables(input: &Input<'_>, placed: &Placed) -> Result<Option<SymbolTables>> {
+    let strings = &placed.strings;
     if placed.symbols.renames.is_empty() {
         return Ok(None);
     }

@@ -28,8 +28,7 @@ mod tail;
 use object::elf;
 
 use super::contents::{
-    encode_dynamic, final_dynamic, section_at, strtab_or_empty, version_section_counts, NewStrings,
-    NewVersions,
+    encode_dynamic, final_dynamic, section_at, strtab_or_empty, version_section_counts,
 };
 use super::input::Input;
 use super::note_edit::{check_note_containers, note_shdrs, NoteChange};
@@ -57,15 +56,14 @@ struct SectionMoves {
 
 /// Something does not fit: copy-on-write into the appended segment, one commit write.
 pub(in crate::plan) fn plan(input: &Input<'_>, placed: &Placed) -> Result<Plan> {
-    let (strings, versions) = (&placed.strings, &placed.versions);
-    let entries_changed = placed.entries_changed;
+    let strings = &placed.strings;
     let mut w = Writes::new(input.elf);
     let elf = input.elf;
     check_note_containers(input, &placed.note, true)?;
-    let tail = tail_growth(input, placed, &strings);
-    let segment = lay_out(input, placed, &strings, &versions, entries_changed, tail)?;
+    let tail = tail_growth(input, placed);
+    let segment = lay_out(input, placed, tail)?;
     let addresses = table_addresses(input, &segment);
-    let final_dynamic = final_dynamic(input, &placed.entries, &strings, &addresses, &|vaddr| {
+    let final_dynamic = final_dynamic(input, &placed.entries, strings, &addresses, &|vaddr| {
         segment.relocate(vaddr)
     });
     // A growing string table whose room is in use switches to a dynamic array that still
@@ -75,17 +73,9 @@ pub(in crate::plan) fn plan(input: &Input<'_>, placed: &Placed) -> Result<Plan> 
         .filter(TailRoom::strings_after_switch)
         .map(|_| interim_array(input, &segment));
     let staged_dynamic = interim.as_deref().unwrap_or(&final_dynamic);
-    stage(
-        input,
-        placed,
-        &mut w,
-        &segment,
-        &strings,
-        &versions,
-        staged_dynamic,
-    )?;
+    stage(input, placed, &mut w, &segment, staged_dynamic)?;
     let NewHeaders { header, mut phdrs } = program_headers(input, placed, &segment)?;
-    let sections = move_sections(input, placed, &w, &segment, &versions, &strings);
+    let sections = move_sections(input, placed, &w, &segment);
     if let (Some(dynamic), Some(item)) = (&elf.dynamic, segment.item(ItemKind::Dynamic)) {
         read_only_if_emptied(
             elf,
@@ -138,7 +128,7 @@ pub(in crate::plan) fn plan(input: &Input<'_>, placed: &Placed) -> Result<Plan> 
             &mut w,
             &segment,
             tail,
-            &strings,
+            strings,
             interim.as_deref(),
             &final_dynamic,
         );
@@ -159,15 +149,7 @@ pub(in crate::plan) fn plan(input: &Input<'_>, placed: &Placed) -> Result<Plan> 
         }
         None => &sections.shdrs,
     };
-    cleanup(
-        input,
-        placed,
-        &mut w,
-        &segment,
-        &strings,
-        &headers,
-        cleanup_shdrs,
-    );
+    cleanup(input, placed, &mut w, &segment, &headers, cleanup_shdrs);
     end = end.max(table_end.unwrap_or(0));
     let fixups = w.symbol_fixups(&sections.shdrs, sections.moves);
     let layout = match segment.site.mode {
@@ -189,10 +171,10 @@ fn stage(
     placed: &Placed,
     w: &mut Writes<'_>,
     segment: &AppendedSegment,
-    strings: &NewStrings,
-    versions: &NewVersions,
     final_dynamic: &[Dyn],
 ) -> Result<()> {
+    let strings = &placed.strings;
+    let versions = &placed.versions;
     let elf = input.elf;
     let format = input.format;
     let strtab = strtab_or_empty(elf);
@@ -346,9 +328,9 @@ fn move_sections(
     placed: &Placed,
     w: &Writes<'_>,
     segment: &AppendedSegment,
-    versions: &NewVersions,
-    strings: &NewStrings,
 ) -> SectionMoves {
+    let versions = &placed.versions;
+    let strings = &placed.strings;
     let elf = input.elf;
     let tables = input.tables;
     let mut shdrs: Vec<Shdr> = elf.sections.iter().map(|x| x.shdr).collect();
@@ -473,10 +455,10 @@ fn cleanup(
     placed: &Placed,
     w: &mut Writes<'_>,
     segment: &AppendedSegment,
-    strings: &NewStrings,
     headers: &NewHeaders,
     shdrs: &[Shdr],
 ) {
+    let strings = &placed.strings;
     let elf = input.elf;
     let format = input.format;
     let strtab = strtab_or_empty(elf);

@@ -12,9 +12,7 @@ use super::site::{
 use super::tail::{tail_room, TailRoom};
 use crate::error::Result;
 use crate::format::Dyn;
-use crate::plan::contents::{
-    interim_dynamic, pad, strtab_or_empty, NewStrings, NewVersions, TableAddresses,
-};
+use crate::plan::contents::{interim_dynamic, pad, strtab_or_empty, TableAddresses};
 use crate::plan::input::Input;
 use crate::plan::note_edit::NoteChange;
 use crate::plan::note_writes::{new_note_bytes, note_extra_phdrs};
@@ -117,15 +115,12 @@ impl AppendedSegment {
 pub(super) fn lay_out(
     input: &Input<'_>,
     placed: &Placed,
-    strings: &NewStrings,
-    versions: &NewVersions,
-    entries_changed: bool,
     tail: Option<TailRoom>,
 ) -> Result<AppendedSegment> {
     let elf = input.elf;
     let strtab_offset = elf.strtab.as_ref().map_or(0, |s| s.offset);
     let site = match tail {
-        Some(t) if !tail_needs_segment(input, placed, t, versions, entries_changed) => Site {
+        Some(t) if !tail_needs_segment(input, placed, t) => Site {
             mode: Mode::None,
             base: SegmentBase {
                 offset: 0,
@@ -150,18 +145,8 @@ pub(super) fn lay_out(
     // leaves nothing to grow in place: the table is copied.
     let tail = tail
         .filter(|t| block.is_none_or(|b| b.end <= strtab_offset || b.start >= t.load_end(t.start)));
-    let selection = select(
-        input,
-        placed,
-        block,
-        tail,
-        strings,
-        versions,
-        entries_changed,
-    )?;
-    let mut items = items(
-        input, placed, site.mode, block, tail, &selection, strings, versions,
-    );
+    let selection = select(input, placed, block, tail)?;
+    let mut items = items(input, placed, site.mode, block, tail, &selection);
     let extent = place(input, site.base, &mut items)?;
     let mut moved: Vec<BlockMove> = block
         .zip(items.iter().find(|i| i.kind == ItemKind::Block))
@@ -204,11 +189,8 @@ pub(super) fn lay_out(
 /// switch other things with the strings (the interpreter, the note, renamed symbols, added
 /// program headers) need the one-write switch of the copy: they copy the table. So do
 /// strings that go over bytes in use before the edit, which switch on their own.
-pub(super) fn tail_growth(
-    input: &Input<'_>,
-    placed: &Placed,
-    strings: &NewStrings,
-) -> Option<TailRoom> {
+pub(super) fn tail_growth(input: &Input<'_>, placed: &Placed) -> Option<TailRoom> {
+    let strings = &placed.strings;
     let grows_alone = strings.alloc.grows()
         && !strings.live_writes
         && placed.interp.is_none()
@@ -223,13 +205,9 @@ pub(super) fn tail_growth(
 /// Whether growing the string table where it is still needs the appended segment: for the
 /// tables in its way that do not fit in their load's tail, for a dynamic array in the way or
 /// too full for the entries, for rewritten version tables.
-fn tail_needs_segment(
-    input: &Input<'_>,
-    placed: &Placed,
-    tail: TailRoom,
-    versions: &NewVersions,
-    entries_changed: bool,
-) -> bool {
+fn tail_needs_segment(input: &Input<'_>, placed: &Placed, tail: TailRoom) -> bool {
+    let versions = &placed.versions;
+    let entries_changed = placed.entries_changed;
     let tables = input.tables;
     (tail.block.is_some() && tail.home.is_none())
         || tail.dynamic_in_way
@@ -266,10 +244,10 @@ fn select(
     placed: &Placed,
     block: Option<Block>,
     tail: Option<TailRoom>,
-    strings: &NewStrings,
-    versions: &NewVersions,
-    entries_changed: bool,
 ) -> Result<Selection> {
+    let strings = &placed.strings;
+    let versions = &placed.versions;
+    let entries_changed = placed.entries_changed;
     let elf = input.elf;
     let tables = input.tables;
     let verneed_region = tables.verneed.as_ref().map(|(r, _)| *r);
@@ -278,7 +256,7 @@ fn select(
     let verneed = versions.verneed.is_some() && verneed_region.is_some();
     let versym = versions.versym.is_some() && tables.versym.is_some();
     let block_moves_tables = block.is_some_and(|b| dynamic_refs_in(input, b.start, b.end));
-    let symbols = symbol_tables(input, placed, strings)?;
+    let symbols = symbol_tables(input, placed)?;
     // Growing in place, the array is written in place when it can be: the switch takes
     // several writes anyway (`tail.rs`). It moves when it is in the strings' way, too full,
     // or must switch with the program headers (tables it names moved out of their way).
@@ -329,9 +307,9 @@ fn items(
     block: Option<Block>,
     tail: Option<TailRoom>,
     selection: &Selection,
-    strings: &NewStrings,
-    versions: &NewVersions,
 ) -> Vec<Item> {
+    let strings = &placed.strings;
+    let versions = &placed.versions;
     let elf = input.elf;
     let format = input.format;
     let mut items: Vec<Item> = Vec::new();
