@@ -2,8 +2,8 @@
 //! string table, the version records after renames and removals, and the final dynamic array
 //! once the addresses of the tables it points to are known. Shared by both ways of writing.
 //!
-//! Below the builder: these are functions of the planner's input and the desired entries, and
-//! the builder (and the two ways of writing, through it) calls them.
+//! Functions of the input and the desired entries: the placement (`placed.rs`) and the two
+//! strategies call them.
 
 use object::elf;
 

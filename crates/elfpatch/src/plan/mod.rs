@@ -9,6 +9,20 @@
 //! Interrupted after any write, the file is either the old file (possibly with unreferenced bytes
 //! past its end) or the new one.
 //!
+//! Planning goes in stages, each a value the next is a function of:
+//! 1. the input (`Input`, `input.rs`): the parsed file, its tables, its string table and
+//!    the options, checked before anything is decided;
+//! 2. the desired contents (`Desired`, `desired.rs`): what the dynamic array, the
+//!    version needs, the interpreter, the symbols, the resolution-cache note and the program
+//!    header table should become, from the input and the edits;
+//! 3. the placement (`Placed`, `placed.rs`): where the new strings go, the version
+//!    records that result, the final dynamic entries, and the strategy, in place or appended;
+//! 4. the plan, made by that strategy (`in_place.rs`, `appended/`) from the input and the
+//!    placement, its writes collected and ordered by `Writes`; `builder.rs` chooses.
+//!
+//! The files import only the ones below them, as the `layering` test at the end of this file
+//! lists them.
+//!
 //! How the new bytes are placed:
 //! - strings go over unreferenced bytes of the string table when they fit (see [`strings`]);
 //! - otherwise the table grows where it is, over room after it (`appended/tail.rs`): bytes

@@ -13,7 +13,7 @@
 //!   section `.note.nixos.ldcache` when it has section headers.
 //!
 //! This module decides what the note becomes and how its headers follow, at the level of the
-//! requested edits (below the contents and the builder); `note_writes.rs` places it.
+//! requested edits (below the desired contents and the placement); `note_writes.rs` writes it.
 //!
 //! Without an explicit note edit, a plan that changes what the note was computed from — the
 //! `DT_NEEDED` list or the run path (`DT_RUNPATH`, else `DT_RPATH`) — removes it, as patchelf
@@ -186,7 +186,7 @@ pub(super) fn check_note_containers(
 }
 
 /// Applies the note change to the program headers (checked by
-/// [`Input::check_note_containers`]): `placed` is where the new note went in the appended
+/// [`check_note_containers`]): `placed` is where the new note went in the appended
 /// segment (offset, address, size), `None` when it stays where it was.
 pub(super) fn note_phdrs(
     input: &Input<'_>,
@@ -221,7 +221,7 @@ pub(super) fn note_phdrs(
     }
 }
 
-/// Applies the note change to the section headers (as [`Input::note_phdrs`]).
+/// Applies the note change to the section headers (as [`note_phdrs`]).
 pub(super) fn note_shdrs(
     input: &Input<'_>,
     change: &NoteChange,

@@ -39,13 +39,12 @@ pub(super) fn note_in_place(
     w: &mut Writes<'_>,
     shdrs: &mut [Shdr],
 ) -> Result<()> {
-    let planner = input;
-    let format = planner.format;
-    let Some(n) = planner.tables.note.as_ref() else {
+    let format = input.format;
+    let Some(n) = input.tables.note.as_ref() else {
         return Ok(());
     };
     let change = placed.note.clone();
-    check_note_containers(planner, &change, false)?;
+    check_note_containers(input, &change, false)?;
     match &change {
         NoteChange::Keep => return Ok(()),
         NoteChange::Set(desc) => {
@@ -64,6 +63,6 @@ pub(super) fn note_in_place(
         }
     }
     // Its program header is written with the others (`header_writes`).
-    note_shdrs(planner, &change, shdrs, None);
+    note_shdrs(input, &change, shdrs, None);
     Ok(())
 }

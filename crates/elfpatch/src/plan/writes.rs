@@ -126,7 +126,7 @@ impl<'e> Writes<'e> {
         symbol_fixups: Vec<SymbolFixup>,
     ) -> Result<Plan> {
         // The last line of defence: only the header write itself may touch the ELF header. The
-        // checks in `preflight` refuse the inputs known to lead here; anything else that does is
+        // checks in `Input::new` refuse the inputs known to lead here; anything else that does is
         // refused too rather than written.
         let ehdr = self.elf.format.ehdr_size() as u64;
         if let Some(w) = self

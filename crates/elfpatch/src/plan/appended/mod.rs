@@ -3,19 +3,18 @@
 //! switches the file over. Interrupted before that write, the file is the old one; after it, the
 //! new one.
 //!
-//! In named phases, each a function below:
-//! 1. [`lay_out`](Builder::lay_out): where the segment goes (`site.rs`: the last `PT_LOAD`
+//! [`plan`] is a function of the input and the placement; it goes through named phases, each a
+//! function of what it reads, the writes collected in a [`Writes`]:
+//! 1. [`lay_out`] (`segment.rs`): where the segment goes (`site.rs`: the last `PT_LOAD`
 //!    extended, or a new one with room for its program header, `room.rs`), what moves into it
-//!    ([`Selection`]) and where each item lands;
-//! 2. [`stage`](Builder::stage): the segment's bytes, written where nothing points yet;
-//! 3. [`program_headers`](Builder::program_headers) (`headers.rs`): the new ELF header and
-//!    program headers;
-//! 4. [`move_sections`](Builder::move_sections): section headers follow what moved, symbols
-//!    follow the sections; a section header table that ended the file is staged, updated, after
-//!    the segment (`section_table.rs`), so it still ends the file;
-//! 5. [`commit`](Builder::commit): the one write of the headers that switches the file;
-//! 6. [`cleanup`](Builder::cleanup): section headers, then the bytes nothing refers to any more,
-//!    zeroed.
+//!    and where each item lands, or how the string table grows where it is (`tail.rs`);
+//! 2. [`stage`]: the segment's bytes, written where nothing points yet;
+//! 3. [`program_headers`] (`headers.rs`): the new ELF header and program headers;
+//! 4. [`move_sections`]: section headers follow what moved, symbols follow the sections; a
+//!    section header table that ended the file is staged, updated, after the segment
+//!    (`section_table.rs`), so it still ends the file;
+//! 5. [`commit()`] (`commit.rs`): the one write of the headers that switches the file;
+//! 6. [`cleanup`]: section headers, then the bytes nothing refers to any more, zeroed.
 
 mod commit;
 mod headers;

@@ -1,7 +1,8 @@
 //! The appended edit's first phase: where the segment goes (`site.rs`: the last `PT_LOAD`
 //! extended, or a new one with room for its program header, `room.rs`), what moves into it
 //! ([`Selection`]) and where each item lands, or how the string table grows where it is instead
-//! (`tail.rs`). The later phases (`mod.rs`) share the result, an [`AppendedSegment`].
+//! (`tail.rs`). The later phases (`mod.rs`, `headers.rs`, `commit.rs`) share the result, an
+//! [`AppendedSegment`].
 
 use object::elf;
 

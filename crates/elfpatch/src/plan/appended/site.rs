@@ -19,7 +19,7 @@ pub(in crate::plan) struct Item {
     pub(in crate::plan) align: u64,
     /// Keep `new_vaddr ≡ old_vaddr (mod align)` (for moved blocks with internal alignment).
     pub(in crate::plan) congruent_to: Option<u64>,
-    /// Where it landed (filled in by [`Input::place`]).
+    /// Where it landed (filled in by [`place`]).
     pub(in crate::plan) offset: u64,
     pub(in crate::plan) vaddr: u64,
 }
@@ -186,7 +186,7 @@ pub(in crate::plan) fn choose_site(
     choose_site_above(input, table, extra, None)
 }
 
-/// [`Input::choose_site`], the segment starting no lower than `floor` (a file offset and an
+/// `choose_site`, the segment starting no lower than `floor` (a file offset and an
 /// address: where a load the edit grows in place ends, `tail.rs`).
 pub(in crate::plan) fn choose_site_above(
     input: &Input<'_>,

@@ -233,7 +233,7 @@ fn tail_home(input: &Input<'_>, block: Block, from: u64, limit: Option<u64>) -> 
     (at >= from).then_some(at)
 }
 
-/// What is in the way of the strings (see [`Input::in_the_way`]).
+/// What is in the way of the strings (see [`in_the_way`]).
 #[derive(Default)]
 struct Ways {
     block: Option<Block>,
