@@ -400,6 +400,8 @@ mod layering {
         ("strings", include_str!("strings.rs")),
         ("tags", include_str!("tags.rs")),
         ("header", include_str!("header.rs")),
+        // The accumulator the strategies write through.
+        ("writes", include_str!("writes.rs")),
         // Stage 1: the input.
         ("input", include_str!("input.rs")),
         ("testing", include_str!("testing.rs")),
@@ -408,11 +410,12 @@ mod layering {
         ("contents", include_str!("contents.rs")),
         // Stage 2: the desired contents.
         ("desired", include_str!("desired.rs")),
+        // Where the appended segment can go: the placement asks whether added program headers
+        // fit in the table's room.
         ("appended::room", include_str!("appended/room.rs")),
         ("appended::site", include_str!("appended/site.rs")),
         // Stage 3: the placement, and the strategy it chooses.
         ("placed", include_str!("placed.rs")),
-        ("writes", include_str!("writes.rs")),
         ("symbols", include_str!("symbols.rs")),
         ("note_writes", include_str!("note_writes.rs")),
         // Stage 4: the strategies, each a function of the input and the placement.
