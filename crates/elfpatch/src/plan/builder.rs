@@ -1,6 +1,7 @@
-//! From the desired contents to the writes.
+//! The top of planning: from the desired contents (`desired.rs`) to the plan.
 //!
-//! Two ways, chosen by whether everything fits where it is:
+//! The desired contents are placed first (`placed.rs`), which chooses between two strategies,
+//! each a function of the input and the placement that returns the plan:
 //! - **in place** (`in_place.rs`): strings over unreferenced bytes of the string table, the
 //!   dynamic array rewritten in its slots, the interpreter in its bytes. Each write is small; the
 //!   ones that change live data are ordered so that every intermediate file is valid.
@@ -10,288 +11,25 @@
 //!   the file is the old one; after it, the new one. Then section headers follow and dead bytes
 //!   are zeroed.
 //!
-//! Both start from the same new contents (`contents.rs`) and end the same way (here): section
-//! headers that changed, symbol fixups, the writes put in phase order and checked.
+//! Both collect their writes in the same accumulator (`writes.rs`), which ends every plan the
+//! same way: section headers that changed, symbol fixups, the writes put in phase order and
+//! checked.
 
-use object::elf;
+use super::appended;
+use super::desired::Desired;
+use super::in_place;
+use super::input::Input;
+use super::placed::{place, Strategy};
+use super::Plan;
+use crate::error::Result;
 
-use super::contents::{
-    defines_versions, section_at, update_version_entries, NewStrings, NewVersions, TableAddresses,
-};
-use super::edits::{Desired, Entry, SymbolEdits, VerneedEdits};
-use super::header::NewTable;
-use super::note_edit::NoteChange;
-use super::{Data, Layout, Phase, Plan, Planner, SectionMove, SymbolFixup, Write};
-use crate::error::{Error, Result};
-use crate::format::{Dyn, Shdr};
-
-/// What the writes of the file header are called: the only writes allowed over it.
-pub(super) const ELF_HEADER: &str = "ELF header";
-/// See [`ELF_HEADER`].
-pub(super) const ELF_AND_PROGRAM_HEADERS: &str = "ELF and program headers";
-
-/// Builds the plan once the desired contents are known.
-pub(super) struct Builder<'p, 'a> {
-    pub(super) planner: &'p Planner<'a>,
-    /// The dynamic entries to write (version tags adjusted once the records are known).
-    pub(super) entries: Vec<Entry>,
-    pub(super) verneed_edits: VerneedEdits,
-    /// The new interpreter path, when it changes.
-    pub(super) interp: Option<Vec<u8>>,
-    /// Renamed symbols and cleared versions.
-    pub(super) symbols: SymbolEdits,
-    /// What becomes of the resolution-cache note.
-    pub(super) note: NoteChange,
-    /// The identification bytes and program headers the header edits ask for.
-    pub(super) table: NewTable,
-    writes: Vec<Write>,
-}
-
-impl<'p, 'a> Builder<'p, 'a> {
-    pub(super) fn new(
-        planner: &'p Planner<'a>,
-        desired: Desired,
-        note: NoteChange,
-        table: NewTable,
-    ) -> Self {
-        Builder {
-            planner,
-            entries: desired.entries,
-            verneed_edits: desired.verneed,
-            interp: desired.interp,
-            symbols: desired.symbols,
-            note,
-            table,
-            writes: Vec::new(),
-        }
-    }
-
-    /// The new contents, then the writes: in place when everything fits, appended otherwise.
-    pub(super) fn build(mut self) -> Result<Plan> {
-        let elf = self.planner.elf;
-        let records_before = self
-            .planner
-            .tables
-            .verneed
-            .as_ref()
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-        let planner = self.planner;
-        let place = |own_spots| {
-            planner.place_strings(
-                &self.entries,
-                &self.verneed_edits,
-                &records_before,
-                &self.symbols,
-                own_spots,
-            )
-        };
-        let mut strings = place(true)?;
-        if strings.alloc.grows() && strings.live_writes {
-            // A string over the one it replaces switches with its own write, not with the
-            // others: a table that grows where it is (`appended/tail.rs`) takes its new strings
-            // only where nothing was, so that they all switch together.
-            strings = place(false)?;
-        }
-        // Tables read for edits that change no symbol version hold none (`Tables::read_with`).
-        let versions_needed =
-            !self.verneed_edits.removals.is_empty() || !self.symbols.cleared.is_empty();
-        let unread = planner
-            .tables
-            .versym
-            .as_ref()
-            .is_some_and(|(r, v)| v.is_empty() && r.size > 0);
-        if versions_needed && unread {
-            return Err(crate::error::Error::refused(
-                "the edit changes symbol versions, which these tables were read without",
-            ));
-        }
-        let versions =
-            planner.new_versions(&self.verneed_edits, records_before, &strings, &self.symbols);
-        update_version_entries(&mut self.entries, &self.verneed_edits, &versions, elf);
-
-        let entries_changed = self.planner.dynamic_changed(&self.entries);
-        let capacity = elf.dynamic.as_ref().map_or(0, |d| d.capacity());
-        let interp_fits = match (&self.interp, &elf.interp) {
-            (Some(new), Some(old)) => (new.len() as u64) < old.capacity,
-            _ => true,
-        };
-        // Program headers the edits add fit when zeros follow the table (a PT_NULL entry is
-        // already in the table).
-        let table_fits = self.planner.table_grows_in_place(&self.table);
-        // Renamed symbols always go the appended way: the symbol table, both hash tables and the
-        // strings change together, so they are written as copies and switched to in one write.
-        let fits = self.symbols.renames.is_empty()
-            && !strings.alloc.grows()
-            && (!entries_changed || self.entries.len() < capacity)
-            && interp_fits
-            && self.planner.note_fits(&self.note)
-            && table_fits;
-        if fits {
-            self.in_place(strings, versions, entries_changed)
-        } else {
-            self.appended(strings, versions, entries_changed)
-        }
-    }
-
-    /// The final dynamic entries (see [`Planner::final_dynamic`]).
-    pub(super) fn final_dynamic(
-        &self,
-        strings: &NewStrings,
-        at: &TableAddresses,
-        relocate: &dyn Fn(u64) -> u64,
-    ) -> Vec<Dyn> {
-        self.planner
-            .final_dynamic(&self.entries, strings, at, relocate)
-    }
-
-    pub(super) fn push(&mut self, offset: u64, data: Data, len: u64, phase: Phase, what: &str) {
-        if len > 0 {
-            self.writes.push(Write {
-                offset,
-                len,
-                data,
-                phase,
-                what: what.to_string(),
-            });
-        }
-    }
-
-    pub(super) fn push_bytes(&mut self, offset: u64, bytes: Vec<u8>, phase: Phase, what: &str) {
-        let len = bytes.len() as u64;
-        self.push(offset, Data::Bytes(bytes), len, phase, what);
-    }
-
-    /// Records that section `index` now lives at `offset`/`addr` with `size`. A section can move
-    /// twice in one plan (with the block, then on its own): symbols follow the composition, from
-    /// the original address.
-    pub(super) fn note_move(
-        &self,
-        shdrs: &mut [Shdr],
-        moves: &mut Vec<SectionMove>,
-        index: usize,
-        offset: u64,
-        addr: u64,
-        size: u64,
-    ) {
-        let original = self.planner.elf.sections[index].shdr;
-        moves.retain(|m| m.shndx != index as u16);
-        if original.sh_addr != addr {
-            moves.push(SectionMove {
-                shndx: index as u16,
-                old_addr: original.sh_addr,
-                old_size: original.sh_size,
-                delta: addr.wrapping_sub(original.sh_addr),
-                absolute_start: original.sh_type == elf::SHT_DYNAMIC,
-            });
-        }
-        let sh = &mut shdrs[index];
-        (sh.sh_offset, sh.sh_addr, sh.sh_size) = (offset, addr, size);
-    }
-
-    /// `.gnu.version_r`'s `sh_info` is its record count. When no record is left and the file
-    /// defines no versions, `.gnu.version` describes nothing any more: `DT_VERSYM` goes
-    /// (`update_version_entries`) and its section header becomes an all-zero `SHT_NULL` entry, as
-    /// a removed note's does (no index changes).
-    pub(super) fn version_section_counts(&self, shdrs: &mut [Shdr], versions: &NewVersions) {
-        if versions.kept == versions.entries.len() {
-            return;
-        }
-        let planner = self.planner;
-        let region = planner.tables.verneed.as_ref().map(|(r, _)| *r);
-        if let Some(i) = section_at(planner.elf, elf::SHT_GNU_VERNEED, region) {
-            shdrs[i].sh_info = versions.kept as u32;
-        }
-        if versions.kept == 0 && !defines_versions(planner.elf) {
-            let region = planner.tables.versym.as_ref().map(|(r, _)| *r);
-            if let Some(i) = section_at(planner.elf, elf::SHT_GNU_VERSYM, region) {
-                shdrs[i] = Shdr::default();
-            }
-        }
-    }
-
-    /// One cleanup write per section header that changed.
-    pub(super) fn section_header_writes(&mut self, shdrs: &[Shdr]) {
-        let elf = self.planner.elf;
-        let format = self.planner.format;
-        for (i, (new, old)) in shdrs.iter().zip(elf.sections.iter()).enumerate() {
-            if *new != old.shdr {
-                let at = elf.header.e_shoff + (i * format.shdr_size()) as u64;
-                self.push_bytes(
-                    at,
-                    format.encode_shdr(new),
-                    Phase::Cleanup,
-                    "section header",
-                );
-            }
-        }
-    }
-
-    /// The symbol tables whose symbols must follow the moved sections.
-    pub(super) fn symbol_fixups(
-        &self,
-        shdrs: &[Shdr],
-        moves: Vec<SectionMove>,
-    ) -> Vec<SymbolFixup> {
-        if moves.is_empty() {
-            return Vec::new();
-        }
-        let sym_size = self.planner.format.sym_size() as u64;
-        self.planner
-            .elf
-            .sections
-            .iter()
-            // An empty table has nothing to fix, and its offset is checked by nobody: a garbage
-            // one may point anywhere.
-            .filter(|x| {
-                matches!(x.shdr.sh_type, elf::SHT_SYMTAB | elf::SHT_DYNSYM)
-                    && x.shdr.sh_size >= sym_size
-            })
-            .map(|x| SymbolFixup {
-                table: x.index,
-                offset: shdrs[x.index].sh_offset,
-                count: x.shdr.sh_size / sym_size,
-                moves: moves.clone(),
-            })
-            .collect()
-    }
-
-    /// Orders the writes and checks they stay inside the new file.
-    pub(super) fn finish(
-        mut self,
-        layout: Layout,
-        new_len: u64,
-        symbol_fixups: Vec<SymbolFixup>,
-    ) -> Result<Plan> {
-        // The last line of defence: only the header write itself may touch the ELF header. The
-        // checks in `preflight` refuse the inputs known to lead here; anything else that does is
-        // refused too rather than written.
-        let ehdr = self.planner.format.ehdr_size() as u64;
-        if let Some(w) = self
-            .writes
-            .iter()
-            .find(|w| w.offset < ehdr && w.what != ELF_HEADER && w.what != ELF_AND_PROGRAM_HEADERS)
-        {
-            return Err(Error::refused(format!(
-                "the edit would write {} over the ELF header: the file's tables are not where its headers say",
-                w.what
-            )));
-        }
-        // Stage, commit, cleanup; within cleanup, section headers before zeroing (right after the
-        // commit they are the only thing still describing the old layout). Stable otherwise.
-        self.writes
-            .sort_by_key(|w| (w.phase, w.phase == Phase::Cleanup && w.data == Data::Zero));
-        debug_assert!(
-            self.writes.iter().all(|w| w.offset + w.len <= new_len),
-            "write past the end"
-        );
-        Ok(Plan {
-            writes: self.writes,
-            old_len: self.planner.elf.file_len,
-            new_len,
-            symbol_fixups,
-            layout,
-        })
+/// The plan that writes `desired` into `input`'s file: in place when everything fits, appended
+/// otherwise.
+pub(super) fn build(input: &Input<'_>, desired: Desired) -> Result<Plan> {
+    let placed = place(input, desired)?;
+    match placed.strategy {
+        Strategy::InPlace => in_place::plan(input, &placed),
+        Strategy::Appended => appended::plan(input, &placed),
     }
 }
 

@@ -5,12 +5,11 @@
 use object::elf;
 
 use super::header::HeaderEdits;
-use super::{Edit, Planner};
+use super::input::Input;
+use super::Edit;
 use crate::error::{Error, Result};
-use crate::format::Dyn;
 use crate::need::Need;
 use crate::read::is_string_tag;
-use crate::refs::VerneedEntry;
 
 /// A dynamic entry's value while edits are applied.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,7 +85,7 @@ impl SymbolEdits {
 
 /// What the file should say once the edits are applied.
 #[derive(Clone, Debug)]
-pub(super) struct Desired {
+pub(super) struct Requested {
     /// The dynamic array's entries, without the terminating `DT_NULL`.
     pub(super) entries: Vec<Entry>,
     /// The version need records to rename or drop.
@@ -106,376 +105,336 @@ fn check_name(s: &[u8], what: &str) -> Result<()> {
     Ok(())
 }
 
-impl<'a> Planner<'a> {
-    /// Applies `edits`, in order, to the file's dynamic entries, version records and interpreter.
-    pub(super) fn desired(&self, edits: &[Edit]) -> Result<Desired> {
-        let mut desired = Desired {
-            entries: self.original_entries(),
-            verneed: VerneedEdits::default(),
-            interp: None,
-            symbols: SymbolEdits::default(),
-            header: HeaderEdits::default(),
-        };
-        for edit in edits {
-            if edits_dynamic(edit) {
-                self.elf.require(Need::Dynamic)?;
-            }
-            self.apply_edit(&mut desired, edit)?;
+/// Applies `edits`, in order, to the file's dynamic entries, version records and interpreter.
+pub(super) fn requested(input: &Input<'_>, edits: &[Edit]) -> Result<Requested> {
+    let mut requested = Requested {
+        entries: original_entries(input),
+        verneed: VerneedEdits::default(),
+        interp: None,
+        symbols: SymbolEdits::default(),
+        header: HeaderEdits::default(),
+    };
+    for edit in edits {
+        if edits_dynamic(edit) {
+            input.elf.require(Need::Dynamic)?;
         }
-        self.keep_values_set_back(&mut desired.entries);
-        self.keep_entries_set_back(&mut desired.entries);
-        let removals = &desired.verneed.removals;
-        desired
-            .verneed
-            .renames
-            .retain(|r| !removals.contains(&r.record));
-        Ok(desired)
+        apply_edit(input, &mut requested, edit)?;
     }
+    keep_values_set_back(input, &mut requested.entries);
+    keep_entries_set_back(input, &mut requested.entries);
+    let removals = &requested.verneed.removals;
+    requested
+        .verneed
+        .renames
+        .retain(|r| !removals.contains(&r.record));
+    Ok(requested)
+}
 
-    fn original_entries(&self) -> Vec<Entry> {
-        let Some(dynamic) = &self.elf.dynamic else {
-            return Vec::new();
+fn original_entries(input: &Input<'_>) -> Vec<Entry> {
+    let Some(dynamic) = &input.elf.dynamic else {
+        return Vec::new();
+    };
+    dynamic
+        .entries()
+        .iter()
+        .enumerate()
+        .map(|(i, x)| Entry {
+            tag: x.tag,
+            val: if is_string_tag(x.tag) {
+                Value::Old(x.val)
+            } else {
+                Value::Raw(x.val)
+            },
+            original: Some(i),
+        })
+        .collect()
+}
+
+fn apply_edit(input: &Input<'_>, requested: &mut Requested, edit: &Edit) -> Result<()> {
+    let entries = &mut requested.entries;
+    match edit {
+        Edit::SetRunpath(s) => {
+            check_name(s, "RUNPATH")?;
+            set_string(input, entries, elf::DT_RUNPATH, s);
+        }
+        Edit::SetRpath(s) => {
+            check_name(s, "RPATH")?;
+            set_string(input, entries, elf::DT_RPATH, s);
+        }
+        Edit::RemoveRunpath => entries.retain(|x| x.tag != u64::from(elf::DT_RUNPATH)),
+        Edit::RemoveRpath => entries.retain(|x| x.tag != u64::from(elf::DT_RPATH)),
+        Edit::RpathToRunpath => {
+            if has_tag(entries, elf::DT_RUNPATH) {
+                entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
+            } else {
+                retag(entries, elf::DT_RPATH, elf::DT_RUNPATH);
+            }
+        }
+        Edit::RunpathToRpath => {
+            if has_tag(entries, elf::DT_RUNPATH) {
+                entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
+                retag(entries, elf::DT_RUNPATH, elf::DT_RPATH);
+            }
+        }
+        Edit::AddNeeded(name) => add_needed(input, entries, name)?,
+        Edit::RemoveNeeded(name) => remove_needed(input, requested, name),
+        Edit::ReplaceNeeded { old, new } => replace_needed(input, requested, old, new)?,
+        Edit::SetSoname(s) => {
+            check_name(s, "SONAME")?;
+            set_string(input, entries, elf::DT_SONAME, s);
+        }
+        Edit::SetInterpreter(s) => {
+            check_name(s, "interpreter")?;
+            input.elf.require(Need::Interpreter)?;
+            if s.is_empty() {
+                return Err(Error::invalid("empty interpreter path"));
+            }
+            requested.interp = Some(s.clone());
+        }
+        Edit::ClearSymbolVersion(name) => clear_version(input, &mut requested.symbols, name),
+        Edit::RenameDynamicSymbols(map) => rename_symbols(input, &mut requested.symbols, map)?,
+        // Decided once every other edit is known (`note_change`).
+        Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
+        Edit::SetOsAbi(abi) => requested.header.os_abi = Some(*abi),
+        Edit::SetExecstack(x) => requested.header.execstack = Some(*x),
+        Edit::AddFlags1(bits) => add_flags_1(entries, *bits),
+        Edit::AddDebugTag => {
+            if !has_tag(entries, elf::DT_DEBUG) {
+                entries.insert(0, raw_entry(elf::DT_DEBUG, 0));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The name of dynamic symbol `i` after the renames so far.
+fn symbol_name(input: &Input<'_>, symbols: &SymbolEdits, i: usize, st_name: u32) -> Vec<u8> {
+    match symbols.renames.iter().find(|(j, _)| *j == i) {
+        Some((_, name)) => name.clone(),
+        None => input.string(u64::from(st_name)).to_vec(),
+    }
+}
+
+/// patchelf's `--clear-symbol-version`: every symbol of that name, defined or not.
+fn clear_version(input: &Input<'_>, symbols: &mut SymbolEdits, name: &[u8]) {
+    for (i, &st_name) in input.dynsym_names().iter().enumerate() {
+        if symbol_name(input, symbols, i, st_name) == name && !symbols.cleared.contains(&i) {
+            symbols.cleared.push(i);
+        }
+    }
+}
+
+/// Renames every dynamic symbol (but the null symbol) whose current name the map lists.
+fn rename_symbols(
+    input: &Input<'_>,
+    symbols: &mut SymbolEdits,
+    map: &[(Vec<u8>, Vec<u8>)],
+) -> Result<()> {
+    for (_, new) in map {
+        check_name(new, "symbol name")?;
+        if new.is_empty() {
+            return Err(Error::invalid("empty symbol name"));
+        }
+    }
+    let mut renames = Vec::new();
+    for (i, &st_name) in input.dynsym_names().iter().enumerate().skip(1) {
+        let current = symbol_name(input, symbols, i, st_name);
+        let Some((_, new)) = map.iter().find(|(old, _)| *old == current) else {
+            continue;
         };
-        dynamic
-            .entries()
+        renames.push((i, new.clone()));
+    }
+    for (i, new) in renames {
+        symbols.renames.retain(|(j, _)| *j != i);
+        let original = input.string(u64::from(input.dynsym_names()[i]));
+        if new != original {
+            symbols.renames.push((i, new));
+        }
+    }
+    symbols.renames.sort_by_key(|(i, _)| *i);
+    Ok(())
+}
+
+/// Sets every entry with `tag` to `s`, or adds one at the front of the array.
+fn set_string(input: &Input<'_>, entries: &mut Vec<Entry>, tag: u32, s: &[u8]) {
+    let tag = u64::from(tag);
+    let mut found = false;
+    for x in entries.iter_mut().filter(|x| x.tag == tag) {
+        found = true;
+        if value_of(input, &x.val) != s {
+            x.val = Value::New(s.to_vec());
+        }
+    }
+    if !found {
+        entries.insert(
+            0,
+            Entry {
+                tag,
+                val: Value::New(s.to_vec()),
+                original: None,
+            },
+        );
+    }
+}
+
+/// Adds a `DT_NEEDED` entry after the ones this plan added, before everything else.
+fn add_needed(input: &Input<'_>, entries: &mut Vec<Entry>, name: &[u8]) -> Result<()> {
+    check_name(name, "NEEDED name")?;
+    if name.is_empty() {
+        return Err(Error::invalid("empty NEEDED name"));
+    }
+    let needed = u64::from(elf::DT_NEEDED);
+    let present = entries
+        .iter()
+        .any(|x| x.tag == needed && value_of(input, &x.val) == name);
+    if !present {
+        let at = entries
             .iter()
-            .enumerate()
-            .map(|(i, x)| Entry {
-                tag: x.tag,
-                val: if is_string_tag(x.tag) {
-                    Value::Old(x.val)
-                } else {
-                    Value::Raw(x.val)
-                },
-                original: Some(i),
-            })
-            .collect()
+            .rposition(|x| x.original.is_none() && x.tag == needed)
+            .map_or(0, |i| i + 1);
+        entries.insert(
+            at,
+            Entry {
+                tag: needed,
+                val: Value::New(name.to_vec()),
+                original: None,
+            },
+        );
     }
+    Ok(())
+}
 
-    fn apply_edit(&self, desired: &mut Desired, edit: &Edit) -> Result<()> {
-        let entries = &mut desired.entries;
-        match edit {
-            Edit::SetRunpath(s) => {
-                check_name(s, "RUNPATH")?;
-                self.set_string(entries, elf::DT_RUNPATH, s);
-            }
-            Edit::SetRpath(s) => {
-                check_name(s, "RPATH")?;
-                self.set_string(entries, elf::DT_RPATH, s);
-            }
-            Edit::RemoveRunpath => entries.retain(|x| x.tag != u64::from(elf::DT_RUNPATH)),
-            Edit::RemoveRpath => entries.retain(|x| x.tag != u64::from(elf::DT_RPATH)),
-            Edit::RpathToRunpath => {
-                if has_tag(entries, elf::DT_RUNPATH) {
-                    entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
-                } else {
-                    retag(entries, elf::DT_RPATH, elf::DT_RUNPATH);
-                }
-            }
-            Edit::RunpathToRpath => {
-                if has_tag(entries, elf::DT_RUNPATH) {
-                    entries.retain(|x| x.tag != u64::from(elf::DT_RPATH));
-                    retag(entries, elf::DT_RUNPATH, elf::DT_RPATH);
-                }
-            }
-            Edit::AddNeeded(name) => self.add_needed(entries, name)?,
-            Edit::RemoveNeeded(name) => self.remove_needed(desired, name),
-            Edit::ReplaceNeeded { old, new } => self.replace_needed(desired, old, new)?,
-            Edit::SetSoname(s) => {
-                check_name(s, "SONAME")?;
-                self.set_string(entries, elf::DT_SONAME, s);
-            }
-            Edit::SetInterpreter(s) => {
-                check_name(s, "interpreter")?;
-                self.elf.require(Need::Interpreter)?;
-                if s.is_empty() {
-                    return Err(Error::invalid("empty interpreter path"));
-                }
-                desired.interp = Some(s.clone());
-            }
-            Edit::ClearSymbolVersion(name) => self.clear_version(&mut desired.symbols, name),
-            Edit::RenameDynamicSymbols(map) => self.rename_symbols(&mut desired.symbols, map)?,
-            // Decided once every other edit is known (`note_change`).
-            Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
-            Edit::SetOsAbi(abi) => desired.header.os_abi = Some(*abi),
-            Edit::SetExecstack(x) => desired.header.execstack = Some(*x),
-            Edit::AddFlags1(bits) => add_flags_1(entries, *bits),
-            Edit::AddDebugTag => {
-                if !has_tag(entries, elf::DT_DEBUG) {
-                    entries.insert(0, raw_entry(elf::DT_DEBUG, 0));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The name of dynamic symbol `i` after the renames so far.
-    fn symbol_name(&self, symbols: &SymbolEdits, i: usize, st_name: u32) -> Vec<u8> {
-        match symbols.renames.iter().find(|(j, _)| *j == i) {
-            Some((_, name)) => name.clone(),
-            None => self.string(u64::from(st_name)).to_vec(),
+/// Drops the `DT_NEEDED` entries naming `name` and the version records of that file.
+fn remove_needed(input: &Input<'_>, requested: &mut Requested, name: &[u8]) {
+    requested
+        .entries
+        .retain(|x| !(x.tag == u64::from(elf::DT_NEEDED) && value_of(input, &x.val) == name));
+    let edits = &mut requested.verneed;
+    for (i, record) in input.verneed_records().iter().enumerate() {
+        let current = edits
+            .current_name(i)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_else(|| input.string(u64::from(record.file)).to_vec());
+        if current == name && !edits.removals.contains(&i) {
+            edits.removals.push(i);
         }
     }
+}
 
-    fn dynsym_names(&self) -> &'a [u32] {
-        self.tables
-            .dynsym
-            .as_ref()
-            .map(|s| s.names.as_slice())
-            .unwrap_or(&[])
+/// Renames the `DT_NEEDED` entries naming `old`, and the version records of that file.
+fn replace_needed(
+    input: &Input<'_>,
+    requested: &mut Requested,
+    old: &[u8],
+    new: &[u8],
+) -> Result<()> {
+    check_name(new, "NEEDED name")?;
+    if new.is_empty() {
+        return Err(Error::invalid("empty NEEDED name"));
     }
-
-    /// patchelf's `--clear-symbol-version`: every symbol of that name, defined or not.
-    fn clear_version(&self, symbols: &mut SymbolEdits, name: &[u8]) {
-        for (i, &st_name) in self.dynsym_names().iter().enumerate() {
-            if self.symbol_name(symbols, i, st_name) == name && !symbols.cleared.contains(&i) {
-                symbols.cleared.push(i);
-            }
-        }
-    }
-
-    /// Renames every dynamic symbol (but the null symbol) whose current name the map lists.
-    fn rename_symbols(&self, symbols: &mut SymbolEdits, map: &[(Vec<u8>, Vec<u8>)]) -> Result<()> {
-        for (_, new) in map {
-            check_name(new, "symbol name")?;
-            if new.is_empty() {
-                return Err(Error::invalid("empty symbol name"));
-            }
-        }
-        let mut renames = Vec::new();
-        for (i, &st_name) in self.dynsym_names().iter().enumerate().skip(1) {
-            let current = self.symbol_name(symbols, i, st_name);
-            let Some((_, new)) = map.iter().find(|(old, _)| *old == current) else {
-                continue;
+    for x in requested
+        .entries
+        .iter_mut()
+        .filter(|x| x.tag == u64::from(elf::DT_NEEDED))
+    {
+        if value_of(input, &x.val) == old && old != new {
+            x.val = if x.original.is_some_and(|i| input.original_string(i) == new) {
+                Value::Old(input.original_value(x.original.unwrap_or(0)))
+            } else {
+                Value::New(new.to_vec())
             };
-            renames.push((i, new.clone()));
-        }
-        for (i, new) in renames {
-            symbols.renames.retain(|(j, _)| *j != i);
-            let original = self.string(u64::from(self.dynsym_names()[i]));
-            if new != original {
-                symbols.renames.push((i, new));
-            }
-        }
-        symbols.renames.sort_by_key(|(i, _)| *i);
-        Ok(())
-    }
-
-    /// Sets every entry with `tag` to `s`, or adds one at the front of the array.
-    fn set_string(&self, entries: &mut Vec<Entry>, tag: u32, s: &[u8]) {
-        let tag = u64::from(tag);
-        let mut found = false;
-        for x in entries.iter_mut().filter(|x| x.tag == tag) {
-            found = true;
-            if self.value_of(&x.val) != s {
-                x.val = Value::New(s.to_vec());
-            }
-        }
-        if !found {
-            entries.insert(
-                0,
-                Entry {
-                    tag,
-                    val: Value::New(s.to_vec()),
-                    original: None,
-                },
-            );
         }
     }
-
-    /// Adds a `DT_NEEDED` entry after the ones this plan added, before everything else.
-    fn add_needed(&self, entries: &mut Vec<Entry>, name: &[u8]) -> Result<()> {
-        check_name(name, "NEEDED name")?;
-        if name.is_empty() {
-            return Err(Error::invalid("empty NEEDED name"));
+    let edits = &mut requested.verneed;
+    for (i, record) in input.verneed_records().iter().enumerate() {
+        if edits.removals.contains(&i) {
+            continue;
         }
-        let needed = u64::from(elf::DT_NEEDED);
-        let present = entries
+        let file_name = input.string(u64::from(record.file));
+        let current = edits
+            .current_name(i)
+            .map(<[u8]>::to_vec)
+            .unwrap_or_else(|| file_name.to_vec());
+        if current == old && old != new {
+            edits.renames.retain(|r| r.record != i);
+            if file_name != new {
+                edits.renames.push(VerneedRename {
+                    record: i,
+                    name: new.to_vec(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A value set back to what it was is not a change.
+fn keep_values_set_back(input: &Input<'_>, entries: &mut [Entry]) {
+    for x in entries.iter_mut() {
+        if let (Value::New(s), Some(i)) = (&x.val, x.original) {
+            if input.original_string(i) == *s && is_string_tag(input.original_tag(i)) {
+                x.val = Value::Old(input.original_value(i));
+            }
+        }
+    }
+}
+
+/// A run path or SONAME removed and set again to the same value in one plan is the original
+/// entry, where it was (their position means nothing; NEEDED order does, so not those).
+fn keep_entries_set_back(input: &Input<'_>, entries: &mut Vec<Entry>) {
+    let len = input.elf.dynamic.as_ref().map_or(0, |d| d.len);
+    for i in 0..len {
+        let tag = input.original_tag(i);
+        let movable = [elf::DT_RUNPATH, elf::DT_RPATH, elf::DT_SONAME]
             .iter()
-            .any(|x| x.tag == needed && self.value_of(&x.val) == name);
-        if !present {
+            .any(|&t| u64::from(t) == tag);
+        if !movable || entries.iter().any(|x| x.original == Some(i)) {
+            continue;
+        }
+        let same = |x: &Entry| {
+            x.original.is_none()
+                && x.tag == tag
+                && matches!(&x.val, Value::New(v) if *v == input.original_string(i))
+        };
+        if let Some(j) = entries.iter().position(same) {
+            entries.remove(j);
             let at = entries
                 .iter()
-                .rposition(|x| x.original.is_none() && x.tag == needed)
-                .map_or(0, |i| i + 1);
+                .position(|x| x.original.is_some_and(|o| o > i))
+                .unwrap_or(entries.len());
             entries.insert(
                 at,
                 Entry {
-                    tag: needed,
-                    val: Value::New(name.to_vec()),
-                    original: None,
+                    tag,
+                    val: Value::Old(input.original_value(i)),
+                    original: Some(i),
                 },
             );
         }
-        Ok(())
     }
+}
 
-    /// Drops the `DT_NEEDED` entries naming `name` and the version records of that file.
-    fn remove_needed(&self, desired: &mut Desired, name: &[u8]) {
-        desired
-            .entries
-            .retain(|x| !(x.tag == u64::from(elf::DT_NEEDED) && self.value_of(&x.val) == name));
-        let edits = &mut desired.verneed;
-        for (i, record) in self.verneed_records().iter().enumerate() {
-            let current = edits
-                .current_name(i)
-                .map(<[u8]>::to_vec)
-                .unwrap_or_else(|| self.string(u64::from(record.file)).to_vec());
-            if current == name && !edits.removals.contains(&i) {
-                edits.removals.push(i);
-            }
-        }
+/// The string a value stands for (empty for a raw value).
+pub(super) fn value_of(input: &Input<'_>, value: &Value) -> Vec<u8> {
+    match value {
+        Value::Old(offset) => input.string(*offset).to_vec(),
+        Value::New(s) => s.clone(),
+        Value::Raw(_) => Vec::new(),
     }
+}
 
-    /// Renames the `DT_NEEDED` entries naming `old`, and the version records of that file.
-    fn replace_needed(&self, desired: &mut Desired, old: &[u8], new: &[u8]) -> Result<()> {
-        check_name(new, "NEEDED name")?;
-        if new.is_empty() {
-            return Err(Error::invalid("empty NEEDED name"));
-        }
-        for x in desired
-            .entries
-            .iter_mut()
-            .filter(|x| x.tag == u64::from(elf::DT_NEEDED))
-        {
-            if self.value_of(&x.val) == old && old != new {
-                x.val = if x.original.is_some_and(|i| self.original_string(i) == new) {
-                    Value::Old(self.original_value(x.original.unwrap_or(0)))
-                } else {
-                    Value::New(new.to_vec())
-                };
-            }
-        }
-        let edits = &mut desired.verneed;
-        for (i, record) in self.verneed_records().iter().enumerate() {
-            if edits.removals.contains(&i) {
-                continue;
-            }
-            let file_name = self.string(u64::from(record.file));
-            let current = edits
-                .current_name(i)
-                .map(<[u8]>::to_vec)
-                .unwrap_or_else(|| file_name.to_vec());
-            if current == old && old != new {
-                edits.renames.retain(|r| r.record != i);
-                if file_name != new {
-                    edits.renames.push(VerneedRename {
-                        record: i,
-                        name: new.to_vec(),
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// A value set back to what it was is not a change.
-    fn keep_values_set_back(&self, entries: &mut [Entry]) {
-        for x in entries.iter_mut() {
-            if let (Value::New(s), Some(i)) = (&x.val, x.original) {
-                if self.original_string(i) == *s && is_string_tag(self.original_tag(i)) {
-                    x.val = Value::Old(self.original_value(i));
-                }
-            }
-        }
-    }
-
-    /// A run path or SONAME removed and set again to the same value in one plan is the original
-    /// entry, where it was (their position means nothing; NEEDED order does, so not those).
-    fn keep_entries_set_back(&self, entries: &mut Vec<Entry>) {
-        let len = self.elf.dynamic.as_ref().map_or(0, |d| d.len);
-        for i in 0..len {
-            let tag = self.original_tag(i);
-            let movable = [elf::DT_RUNPATH, elf::DT_RPATH, elf::DT_SONAME]
-                .iter()
-                .any(|&t| u64::from(t) == tag);
-            if !movable || entries.iter().any(|x| x.original == Some(i)) {
-                continue;
-            }
-            let same = |x: &Entry| {
-                x.original.is_none()
-                    && x.tag == tag
-                    && matches!(&x.val, Value::New(v) if *v == self.original_string(i))
-            };
-            if let Some(j) = entries.iter().position(same) {
-                entries.remove(j);
-                let at = entries
-                    .iter()
-                    .position(|x| x.original.is_some_and(|o| o > i))
-                    .unwrap_or(entries.len());
-                entries.insert(
-                    at,
-                    Entry {
-                        tag,
-                        val: Value::Old(self.original_value(i)),
-                        original: Some(i),
-                    },
-                );
-            }
-        }
-    }
-
-    /// The string a value stands for (empty for a raw value).
-    pub(super) fn value_of(&self, value: &Value) -> Vec<u8> {
-        match value {
-            Value::Old(offset) => self.string(*offset).to_vec(),
-            Value::New(s) => s.clone(),
-            Value::Raw(_) => Vec::new(),
-        }
-    }
-
-    fn verneed_records(&self) -> &'a [VerneedEntry] {
-        self.tables
-            .verneed
-            .as_ref()
-            .map(|(_, v)| v.as_slice())
-            .unwrap_or(&[])
-    }
-
-    /// The string at `offset` of the original string table (empty when there is none).
-    pub(super) fn string(&self, offset: u64) -> &'a [u8] {
-        self.dynstr.string(offset).unwrap_or(b"")
-    }
-
-    fn original_entry(&self, i: usize) -> Dyn {
-        self.elf
-            .dynamic
-            .as_ref()
-            .map(|d| d.entries()[i])
-            .unwrap_or(Dyn { tag: 0, val: 0 })
-    }
-
-    /// The tag of entry `i` of the original array.
-    pub(super) fn original_tag(&self, i: usize) -> u64 {
-        self.original_entry(i).tag
-    }
-
-    /// The value of entry `i` of the original array.
-    pub(super) fn original_value(&self, i: usize) -> u64 {
-        self.original_entry(i).val
-    }
-
-    fn original_string(&self, i: usize) -> Vec<u8> {
-        if is_string_tag(self.original_tag(i)) {
-            self.string(self.original_value(i)).to_vec()
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// Whether `entries` differ from the original array (order, tags or values).
-    pub(super) fn dynamic_changed(&self, entries: &[Entry]) -> bool {
-        let Some(dynamic) = &self.elf.dynamic else {
-            return false;
-        };
-        entries.len() != dynamic.len
-            || entries.iter().enumerate().any(|(i, x)| {
-                let before = dynamic.entries()[i];
-                x.original != Some(i)
-                    || x.tag != before.tag
-                    || !matches!(x.val, Value::Raw(v) | Value::Old(v) if v == before.val)
-            })
-    }
+/// Whether `entries` differ from the original array (order, tags or values).
+pub(super) fn dynamic_changed(input: &Input<'_>, entries: &[Entry]) -> bool {
+    let Some(dynamic) = &input.elf.dynamic else {
+        return false;
+    };
+    entries.len() != dynamic.len
+        || entries.iter().enumerate().any(|(i, x)| {
+            let before = dynamic.entries()[i];
+            x.original != Some(i)
+                || x.tag != before.tag
+                || !matches!(x.val, Value::Raw(v) | Value::Old(v) if v == before.val)
+        })
 }
 
 /// Whether an edit changes the dynamic array (the others change the interpreter or headers).

@@ -1,7 +1,7 @@
 //! Edits of the file header and the program header table that move nothing: `EI_OSABI`, and the
 //! stack's `PF_X` in `PT_GNU_STACK`. What they ask is decided here, from the file alone; where the
 //! bytes go (in place, or with the table grown like the appended segment grows it) is the
-//! builder's business.
+//! strategies' business.
 
 use object::elf;
 

@@ -9,6 +9,20 @@
 //! Interrupted after any write, the file is either the old file (possibly with unreferenced bytes
 //! past its end) or the new one.
 //!
+//! Planning goes in stages, each a value the next is a function of:
+//! 1. the input (`Input`, `input.rs`): the parsed file, its tables, its string table and
+//!    the options, checked before anything is decided;
+//! 2. the desired contents (`Desired`, `desired.rs`): what the dynamic array, the
+//!    version needs, the interpreter, the symbols, the resolution-cache note and the program
+//!    header table should become, from the input and the edits;
+//! 3. the placement (`Placed`, `placed.rs`): where the new strings go, the version
+//!    records that result, the final dynamic entries, and the strategy, in place or appended;
+//! 4. the plan, made by that strategy (`in_place.rs`, `appended/`) from the input and the
+//!    placement, its writes collected and ordered by `Writes`; `builder.rs` chooses.
+//!
+//! The files import only the ones below them, as the `layering` test at the end of this file
+//! lists them.
+//!
 //! How the new bytes are placed:
 //! - strings go over unreferenced bytes of the string table when they fit (see [`strings`]);
 //! - otherwise the table grows where it is, over room after it (`appended/tail.rs`): bytes
@@ -42,29 +56,30 @@
 mod appended;
 mod builder;
 mod contents;
+mod desired;
 mod dynstr;
 mod edits;
 mod header;
 mod in_place;
+mod input;
 mod note_edit;
 mod note_writes;
-mod preflight;
+mod placed;
 pub mod strings;
 mod symbols;
 mod tags;
 #[cfg(test)]
 mod testing;
+mod writes;
 
 use object::elf;
 
 use crate::error::Result;
 use crate::format::Format;
 use crate::read::Elf;
-use crate::refs::Region;
 use crate::refs::Tables;
-use builder::Builder;
 pub(crate) use dynstr::Dynstr;
-use header::NewTable;
+use input::Input;
 
 /// One requested change.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -353,145 +368,337 @@ pub(crate) fn plan_with(
     edits: &[Edit],
     opts: &Options,
 ) -> Result<Plan> {
-    Planner::new(elf, tables, dynstr, opts)?.run(edits)
+    run(&Input::new(elf, tables, dynstr, opts)?, edits)
 }
 
-/// The input of one plan: the parsed file, the tables that refer to its strings, the string
-/// table itself, the options.
-struct Planner<'a> {
-    elf: &'a Elf,
-    tables: &'a Tables,
-    dynstr: &'a Dynstr<'a>,
-    opts: &'a Options,
-    format: Format,
-}
-
-impl<'a> Planner<'a> {
-    fn new(
-        elf: &'a Elf,
-        tables: &'a Tables,
-        dynstr: &'a Dynstr<'a>,
-        opts: &'a Options,
-    ) -> Result<Self> {
-        let planner = Planner {
-            elf,
-            tables,
-            dynstr,
-            opts,
-            format: elf.format,
-        };
-        planner.preflight()?;
-        Ok(planner)
+/// The plan of `edits` on a checked input.
+fn run(input: &Input<'_>, edits: &[Edit]) -> Result<Plan> {
+    let elf = input.elf;
+    let unchanged = Plan {
+        writes: Vec::new(),
+        old_len: elf.file_len,
+        new_len: elf.file_len,
+        symbol_fixups: Vec::new(),
+        layout: Layout::Unchanged,
+    };
+    if edits.is_empty() {
+        return Ok(unchanged);
     }
-
-    fn run(&self, edits: &[Edit]) -> Result<Plan> {
-        let elf = self.elf;
-        let unchanged = Plan {
-            writes: Vec::new(),
-            old_len: elf.file_len,
-            new_len: elf.file_len,
-            symbol_fixups: Vec::new(),
-            layout: Layout::Unchanged,
-        };
-        if edits.is_empty() {
-            return Ok(unchanged);
-        }
-        elf.require(crate::need::Need::Image)?;
-
-        // 1. What the dynamic array, version records and interpreter should say.
-        let mut desired = self.desired(edits)?;
-        let dynamic_changed = self.dynamic_changed(&desired.entries);
-        let interp_changed = desired
-            .interp
-            .as_ref()
-            .is_some_and(|p| Some(p.as_slice()) != elf.interpreter());
-        // The note's fate depends on every other edit's result (a changed run path makes it stale).
-        let note = self.note_change(edits, &desired.entries)?;
-        let note_unchanged = note == note_edit::NoteChange::Keep;
-        let table = NewTable::of(elf, desired.header);
-        let header_changed = table.changed(elf);
-        if !dynamic_changed
-            && desired.verneed.is_empty()
-            && !interp_changed
-            && note_unchanged
-            && !header_changed
-            && desired.symbols.is_empty()
-        {
-            return Ok(unchanged);
-        }
-        if dynamic_changed || !desired.verneed.is_empty() || !desired.symbols.renames.is_empty() {
-            self.check_dynamic_editable()?;
-        }
-        if interp_changed {
-            self.check_interp_editable()?;
-        } else {
-            desired.interp = None;
-        }
-        // 2. Where the new contents go, and the writes that put them there.
-        Builder::new(self, desired, note, table).build()
-    }
-
-    /// The tables `.dynamic` points to, with their extents.
-    fn dynamic_regions(&self) -> Vec<Region> {
-        let mut out = Vec::new();
-        if let Some(strtab) = &self.elf.strtab {
-            out.push(Region {
-                offset: strtab.offset,
-                vaddr: strtab.vaddr,
-                size: strtab.size,
-            });
-        }
-        let tables = self.tables;
-        out.extend(tables.dynsym.as_ref().map(|s| s.region));
-        out.extend(tables.hash);
-        out.extend(tables.gnu_hash);
-        out.extend(tables.versym.as_ref().map(|(r, _)| *r));
-        out.extend(tables.verneed.as_ref().map(|(r, _)| *r));
-        out.extend(tables.verdef.as_ref().map(|(r, _)| *r));
-        out
+    elf.require(crate::need::Need::Image)?;
+    match desired::desired(input, edits)? {
+        None => Ok(unchanged),
+        Some(desired) => builder::build(input, desired),
     }
 }
 
 #[cfg(test)]
 mod layering {
-    /// The planner's modules, lowest first, with their sources: each may import only those
-    /// before it (the root, this file, holds the shared types and the entry point).
-    const ORDER: [(&str, &str); 13] = [
+    /// Every file of the planner but the root (this file), lowest first: its module path below
+    /// `plan` and its source. Each may import only those before it, and the root.
+    const ORDER: [(&str, &str); 24] = [
         ("dynstr", include_str!("dynstr.rs")),
         ("strings", include_str!("strings.rs")),
         ("tags", include_str!("tags.rs")),
         ("header", include_str!("header.rs")),
+        // The accumulator the strategies write through.
+        ("writes", include_str!("writes.rs")),
+        // Stage 1: the input.
+        ("input", include_str!("input.rs")),
+        ("testing", include_str!("testing.rs")),
         ("edits", include_str!("edits.rs")),
         ("note_edit", include_str!("note_edit.rs")),
-        ("preflight", include_str!("preflight.rs")),
         ("contents", include_str!("contents.rs")),
-        ("builder", include_str!("builder.rs")),
-        ("note_writes", include_str!("note_writes.rs")),
+        // Stage 2: the desired contents.
+        ("desired", include_str!("desired.rs")),
+        // Where the appended segment can go: the placement asks whether added program headers
+        // fit in the table's room.
+        ("appended::room", include_str!("appended/room.rs")),
+        ("appended::site", include_str!("appended/site.rs")),
+        // Stage 3: the placement, and the strategy it chooses.
+        ("placed", include_str!("placed.rs")),
         ("symbols", include_str!("symbols.rs")),
+        ("note_writes", include_str!("note_writes.rs")),
+        // Stage 4: the strategies, each a function of the input and the placement.
         ("in_place", include_str!("in_place.rs")),
+        ("appended::tail", include_str!("appended/tail.rs")),
+        ("appended::segment", include_str!("appended/segment.rs")),
+        ("appended::headers", include_str!("appended/headers.rs")),
         (
-            "appended",
-            concat!(
-                include_str!("appended/mod.rs"),
-                include_str!("appended/headers.rs"),
-                include_str!("appended/room.rs"),
-                include_str!("appended/site.rs")
-            ),
+            "appended::section_table",
+            include_str!("appended/section_table.rs"),
         ),
+        ("appended::commit", include_str!("appended/commit.rs")),
+        ("appended", include_str!("appended/mod.rs")),
+        // The choice between them.
+        ("builder", include_str!("builder.rs")),
     ];
 
+    /// The root: the shared types, and the entry point.
+    const ROOT: &str = include_str!("mod.rs");
+
+    fn files() -> Vec<(&'static str, &'static str)> {
+        ORDER.to_vec()
+    }
+
+    /// The position of module `name` among the files.
+    fn rank(name: &str) -> Option<usize> {
+        files().iter().position(|(n, _)| *n == name)
+    }
+
+    /// The `use` declarations of `src`, each as the full paths it names (braces expanded).
+    fn use_paths(src: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = src;
+        while let Some(at) = find_use(rest) {
+            let body = &rest[at..];
+            let end = body.find(';').expect("a use declaration ends");
+            expand("", &body[..end], &mut out);
+            rest = &body[end..];
+        }
+        out
+    }
+
+    /// Where the next `use` declaration's path starts (after `use ` at the start of a line).
+    fn find_use(src: &str) -> Option<usize> {
+        let mut offset = 0;
+        for line in src.split_inclusive('\n') {
+            let trimmed = line.trim_start();
+            let body = trimmed
+                .strip_prefix("use ")
+                .or_else(|| trimmed.strip_prefix("pub(super) use "))
+                .or_else(|| trimmed.strip_prefix("pub(crate) use "))
+                .or_else(|| trimmed.strip_prefix("pub(in crate::plan) use "));
+            if let Some(body) = body {
+                return Some(offset + line.len() - body.len());
+            }
+            offset += line.len();
+        }
+        None
+    }
+
+    /// Appends the paths `tree` names, each after `prefix`.
+    fn expand(prefix: &str, tree: &str, out: &mut Vec<String>) {
+        let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
+        let Some(open) = tree.find('{') else {
+            out.push(format!("{prefix}{tree}"));
+            return;
+        };
+        let head = format!("{prefix}{}", &tree[..open]);
+        let inner = &tree[open + 1..tree.rfind('}').expect("braces match")];
+        let (mut depth, mut start) = (0, 0);
+        for (i, c) in inner.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    expand(&head, &inner[start..i], out);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        if start < inner.len() {
+            expand(&head, &inner[start..], out);
+        }
+    }
+
+    /// The listed file that `path`, imported by module `from`, comes from: the longest listed
+    /// module the path starts with (`None` for the root and for anything outside the planner).
+    fn target(from: &str, path: &str) -> Option<&'static str> {
+        let mut here: Vec<&str> = from.split("::").filter(|s| !s.is_empty()).collect();
+        let mut segments: Vec<&str> = path.split("::").collect();
+        match segments[0] {
+            "crate" if segments.get(1) == Some(&"plan") => {
+                here.clear();
+                segments.drain(..2);
+            }
+            "super" => {
+                while segments.first() == Some(&"super") {
+                    segments.remove(0);
+                    here.pop();
+                }
+            }
+            "self" => {
+                segments.remove(0);
+            }
+            // A child module (`use room::Block;` in `appended/mod.rs`), or another crate.
+            first if rank(&child(&here, first)).is_some() => {}
+            _ => return None,
+        }
+        let full: Vec<&str> = here.into_iter().chain(segments).collect();
+        (1..=full.len())
+            .rev()
+            .find_map(|n| {
+                files()
+                    .into_iter()
+                    .find(|(name, _)| *name == full[..n].join("::"))
+            })
+            .map(|(name, _)| name)
+            .filter(|name| *name != from)
+    }
+
+    fn child(here: &[&str], name: &str) -> String {
+        here.iter()
+            .chain([&name])
+            .copied()
+            .collect::<Vec<_>>()
+            .join("::")
+    }
+
+    /// The files each listed file imports (its unit tests, a module of their own, aside).
+    fn imports(name: &str, src: &str) -> Vec<&'static str> {
+        let src = src.split("\n#[cfg(test)]\nmod ").next().unwrap_or(src);
+        use_paths(src)
+            .iter()
+            .filter_map(|p| target(name, p))
+            .collect()
+    }
+
+    /// The types declared at the top level of `src`.
+    fn declared(src: &str) -> Vec<String> {
+        src.lines()
+            .filter_map(|l| {
+                let l = l
+                    .strip_prefix("pub(super) ")
+                    .or_else(|| l.strip_prefix("pub(crate) "))
+                    .or_else(|| l.strip_prefix("pub(in crate::plan) "))
+                    .or_else(|| l.strip_prefix("pub "))
+                    .unwrap_or(l);
+                let rest = l
+                    .strip_prefix("struct ")
+                    .or_else(|| l.strip_prefix("enum "))?;
+                Some(type_name(rest))
+            })
+            .collect()
+    }
+
+    /// The types given inherent methods (`impl T`, not `impl Trait for T`) in `src`.
+    fn inherent_impls(src: &str) -> Vec<String> {
+        src.lines()
+            .filter(|l| l.starts_with("impl") && !l.contains(" for "))
+            .filter_map(|l| {
+                let l = l.strip_prefix("impl")?;
+                // Skip the impl's own generics.
+                let l = match l.strip_prefix('<') {
+                    Some(g) => &g[g.find('>')? + 1..],
+                    None => l,
+                };
+                Some(type_name(l.trim_start()))
+            })
+            .collect()
+    }
+
+    fn type_name(s: &str) -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    }
+
     #[test]
-    fn each_module_imports_only_those_below_it() {
-        for (i, (name, src)) in ORDER.iter().enumerate() {
-            for (above, _) in &ORDER[i + 1..] {
-                for path in [format!("super::{above}"), format!("crate::plan::{above}")] {
-                    let imports = src.lines().any(|l| {
-                        l.trim_start().starts_with("use ")
-                            && (l.contains(&format!("{path}::")) || l.contains(&format!("{path};")))
+    fn every_file_is_listed() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/plan");
+        let mut on_disk = Vec::new();
+        for (sub, prefix) in [("", ""), ("/appended", "appended::")] {
+            for entry in std::fs::read_dir(format!("{dir}{sub}")).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(stem) = name.strip_suffix(".rs") {
+                    on_disk.push(match (prefix, stem) {
+                        ("", "mod") => String::new(),
+                        ("appended::", "mod") => "appended".to_string(),
+                        _ => format!("{prefix}{stem}"),
                     });
-                    assert!(!imports, "{name} imports {above}, which is above it");
                 }
             }
         }
+        on_disk.retain(|n| !n.is_empty());
+        on_disk.sort();
+        let mut listed: Vec<String> = files()
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .filter(|n| !n.is_empty())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, on_disk);
+    }
+
+    #[test]
+    fn each_file_imports_only_those_below_it() {
+        for (i, (name, src)) in files().iter().enumerate() {
+            for imported in imports(name, src) {
+                let at = rank(imported).expect("a listed file");
+                assert!(at < i, "{name} imports {imported}, which is above it");
+            }
+        }
+    }
+
+    #[test]
+    fn methods_stay_with_their_type() {
+        let declared_in = |ty: &str| {
+            files()
+                .into_iter()
+                .chain([("", ROOT)])
+                .find(|(_, src)| declared(src).iter().any(|d| d == ty))
+                .map(|(name, _)| name)
+        };
+        let mut files_of: Vec<(String, Vec<&str>)> = Vec::new();
+        for (name, src) in files() {
+            for ty in inherent_impls(src) {
+                match files_of.iter_mut().find(|(t, _)| *t == ty) {
+                    Some((_, v)) if !v.contains(&name) => v.push(name),
+                    Some(_) => {}
+                    None => files_of.push((ty.clone(), vec![name])),
+                }
+                let Some(home) = declared_in(&ty) else {
+                    continue;
+                };
+                // Methods away from their type, in a file that imports the type's file: the
+                // type's file uses them with no `use` line to show it, a tie both ways.
+                let ties = home != name && (home.is_empty() || imports(name, src).contains(&home));
+                assert!(
+                    !ties,
+                    "{name} holds methods of {ty}, declared in {home}, which it imports"
+                );
+            }
+        }
+        for (ty, in_files) in files_of {
+            assert!(in_files.len() <= 2, "{ty} has methods in {in_files:?}");
+        }
+    }
+
+    #[test]
+    fn the_checks_see_what_they_check() {
+        // The parsing above, on the shapes the sources use.
+        let mut paths = Vec::new();
+        expand("", "super::contents::{a, b::{c, D}}", &mut paths);
+        assert_eq!(
+            paths,
+            [
+                "super::contents::a",
+                "super::contents::b::c",
+                "super::contents::b::D"
+            ]
+        );
+        assert_eq!(
+            target("appended::site", "super::room::Room"),
+            Some("appended::room")
+        );
+        assert_eq!(target("appended", "super::input::Input"), Some("input"));
+        assert_eq!(
+            target("appended", "room::described"),
+            Some("appended::room")
+        );
+        assert_eq!(
+            target("placed", "super::appended::room::x"),
+            Some("appended::room")
+        );
+        assert_eq!(target("edits", "crate::plan::input::Input"), Some("input"));
+        assert_eq!(target("edits", "super::Edit"), None);
+        assert_eq!(target("edits", "crate::read::Elf"), None);
+        assert_eq!(
+            inherent_impls("impl<'a> Input<'a> {\nimpl Default for Options {"),
+            ["Input"]
+        );
+        assert_eq!(declared("pub(super) struct Writes<'e> {"), ["Writes"]);
+        assert!(imports("builder", include_str!("builder.rs")).contains(&"in_place"));
     }
 }

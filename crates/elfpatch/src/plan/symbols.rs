@@ -10,8 +10,8 @@
 
 use object::elf;
 
-use super::builder::Builder;
-use super::contents::NewStrings;
+use super::input::Input;
+use super::placed::Placed;
 use crate::error::{Error, Result};
 use crate::hash::{self, GnuParams};
 
@@ -28,143 +28,137 @@ pub(super) struct SymbolTables {
     pub(super) gnu_hash: Option<Vec<u8>>,
 }
 
-impl Builder<'_, '_> {
-    /// The tables after the renames, or `None` when no symbol is renamed.
-    pub(super) fn symbol_tables(&self, strings: &NewStrings) -> Result<Option<SymbolTables>> {
-        if self.symbols.renames.is_empty() {
-            return Ok(None);
-        }
-        let elf = self.planner.elf;
-        let tables = self.planner.tables;
-        let format = self.planner.format;
-        let Some(dynsym) = tables.dynsym.as_ref() else {
-            return Err(Error::unsupported(
-                "renaming symbols needs the dynamic symbol table's extent",
-            ));
-        };
-        if dynsym.bytes.len() != dynsym.names.len() * format.sym_size() {
-            return Err(Error::refused(
-                "renaming symbols needs the symbol table's bytes, which these tables were read without",
-            ));
-        }
-        let dynamic = elf.dynamic.as_ref();
-        let has = |tag: u64| dynamic.is_some_and(|d| d.entries().iter().any(|x| x.tag == tag));
-        if has(DT_MIPS_XHASH) {
-            return Err(Error::unsupported(
-                "renaming symbols of a file with DT_MIPS_XHASH (its hash table is not rebuilt)",
-            ));
-        }
-        if has(u64::from(elf::DT_SYMTAB_SHNDX)) {
-            return Err(Error::unsupported(
-                "renaming symbols of a file with DT_SYMTAB_SHNDX",
-            ));
-        }
-        let mut bytes = dynsym.bytes.clone();
-        let mut names: Vec<Vec<u8>> = dynsym
-            .names
-            .iter()
-            .map(|&n| self.planner.string(u64::from(n)).to_vec())
-            .collect();
-        for &(i, request) in &strings.symbol_requests {
-            let offset = strings.alloc.placements[request].offset();
-            let at = i * format.sym_size();
-            // st_name is the first field of both symbol layouts.
-            bytes[at..at + 4].copy_from_slice(&format.put_u32(offset as u32));
-        }
-        for (i, name) in &self.symbols.renames {
-            names[*i].clone_from(name);
-        }
-        Ok(Some(SymbolTables {
-            dynsym: bytes,
-            hash: self.rebuilt_sysv_hash(&names)?,
-            gnu_hash: self.rebuilt_gnu_hash(&names)?,
-        }))
+/// The tables after the renames, or `None` when no symbol is renamed.
+pub(super) fn symbol_tables(input: &Input<'_>, placed: &Placed) -> Result<Option<SymbolTables>> {
+    let strings = &placed.strings;
+    if placed.symbols.renames.is_empty() {
+        return Ok(None);
     }
+    let elf = input.elf;
+    let tables = input.tables;
+    let format = input.format;
+    let Some(dynsym) = tables.dynsym.as_ref() else {
+        return Err(Error::unsupported(
+            "renaming symbols needs the dynamic symbol table's extent",
+        ));
+    };
+    if dynsym.bytes.len() != dynsym.names.len() * format.sym_size() {
+        return Err(Error::refused(
+            "renaming symbols needs the symbol table's bytes, which these tables were read without",
+        ));
+    }
+    let dynamic = elf.dynamic.as_ref();
+    let has = |tag: u64| dynamic.is_some_and(|d| d.entries().iter().any(|x| x.tag == tag));
+    if has(DT_MIPS_XHASH) {
+        return Err(Error::unsupported(
+            "renaming symbols of a file with DT_MIPS_XHASH (its hash table is not rebuilt)",
+        ));
+    }
+    if has(u64::from(elf::DT_SYMTAB_SHNDX)) {
+        return Err(Error::unsupported(
+            "renaming symbols of a file with DT_SYMTAB_SHNDX",
+        ));
+    }
+    let mut bytes = dynsym.bytes.clone();
+    let mut names: Vec<Vec<u8>> = dynsym
+        .names
+        .iter()
+        .map(|&n| input.string(u64::from(n)).to_vec())
+        .collect();
+    for &(i, request) in &strings.symbol_requests {
+        let offset = strings.alloc.placements[request].offset();
+        let at = i * format.sym_size();
+        // st_name is the first field of both symbol layouts.
+        bytes[at..at + 4].copy_from_slice(&format.put_u32(offset as u32));
+    }
+    for (i, name) in &placed.symbols.renames {
+        names[*i].clone_from(name);
+    }
+    Ok(Some(SymbolTables {
+        dynsym: bytes,
+        hash: rebuilt_sysv_hash(input, &names)?,
+        gnu_hash: rebuilt_gnu_hash(input, &names)?,
+    }))
+}
 
-    fn rebuilt_sysv_hash(&self, names: &[Vec<u8>]) -> Result<Option<Vec<u8>>> {
-        let tables = self.planner.tables;
-        let format = self.planner.format;
-        let (Some(info), Some(region)) = (tables.hash_info, tables.hash) else {
-            return Ok(None);
-        };
-        let (Ok(nbucket), Ok(nchain)) = (u32::try_from(info.nbucket), usize::try_from(info.nchain))
-        else {
-            return Err(Error::malformed(region.offset, "DT_HASH sizes overflow"));
-        };
-        if nbucket == 0 || nchain > names.len() {
-            return Err(Error::unsupported(
-                "DT_HASH has no buckets or covers more symbols than there are",
-            ));
-        }
-        // Local symbols stay out of the lists, as the linkers leave them (the loader's lookup
-        // skips them); listing them makes eu-elflint report each as missing from .gnu.hash.
-        let local: Vec<bool> = self
-            .planner
-            .tables
-            .dynsym
-            .as_ref()
-            .map_or_else(Vec::new, |d| {
-                d.bytes
-                    .chunks_exact(format.sym_size())
-                    .map(|b| format.decode_sym(b).st_info >> 4 == elf::STB_LOCAL)
-                    .collect()
-            });
-        let hashes: Vec<Option<u32>> = names[..nchain]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (!local.get(i).copied().unwrap_or(false)).then(|| hash::sysv_hash(n)))
-            .collect();
-        let table = hash::build_sysv(nbucket, &hashes);
-        let words = [u64::from(nbucket), nchain as u64]
-            .into_iter()
-            .chain(table.buckets.iter().map(|&b| u64::from(b)))
-            .chain(table.chains.iter().map(|&c| u64::from(c)));
-        let out: Vec<u8> = if info.word == 8 {
-            words.flat_map(|w| put_u64(format, w)).collect()
-        } else {
-            words.flat_map(|w| format.put_u32(w as u32)).collect()
-        };
-        check_size(out, region.size, region.offset, "DT_HASH").map(Some)
+fn rebuilt_sysv_hash(input: &Input<'_>, names: &[Vec<u8>]) -> Result<Option<Vec<u8>>> {
+    let tables = input.tables;
+    let format = input.format;
+    let (Some(info), Some(region)) = (tables.hash_info, tables.hash) else {
+        return Ok(None);
+    };
+    let (Ok(nbucket), Ok(nchain)) = (u32::try_from(info.nbucket), usize::try_from(info.nchain))
+    else {
+        return Err(Error::malformed(region.offset, "DT_HASH sizes overflow"));
+    };
+    if nbucket == 0 || nchain > names.len() {
+        return Err(Error::unsupported(
+            "DT_HASH has no buckets or covers more symbols than there are",
+        ));
     }
+    // Local symbols stay out of the lists, as the linkers leave them (the loader's lookup
+    // skips them); listing them makes eu-elflint report each as missing from .gnu.hash.
+    let local: Vec<bool> = input.tables.dynsym.as_ref().map_or_else(Vec::new, |d| {
+        d.bytes
+            .chunks_exact(format.sym_size())
+            .map(|b| format.decode_sym(b).st_info >> 4 == elf::STB_LOCAL)
+            .collect()
+    });
+    let hashes: Vec<Option<u32>> = names[..nchain]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (!local.get(i).copied().unwrap_or(false)).then(|| hash::sysv_hash(n)))
+        .collect();
+    let table = hash::build_sysv(nbucket, &hashes);
+    let words = [u64::from(nbucket), nchain as u64]
+        .into_iter()
+        .chain(table.buckets.iter().map(|&b| u64::from(b)))
+        .chain(table.chains.iter().map(|&c| u64::from(c)));
+    let out: Vec<u8> = if info.word == 8 {
+        words.flat_map(|w| put_u64(format, w)).collect()
+    } else {
+        words.flat_map(|w| format.put_u32(w as u32)).collect()
+    };
+    check_size(out, region.size, region.offset, "DT_HASH").map(Some)
+}
 
-    fn rebuilt_gnu_hash(&self, names: &[Vec<u8>]) -> Result<Option<Vec<u8>>> {
-        let tables = self.planner.tables;
-        let format = self.planner.format;
-        let (Some(info), Some(region)) = (tables.gnu_hash_info, tables.gnu_hash) else {
-            return Ok(None);
-        };
-        let params: GnuParams = info.params;
-        let (start, end) = (params.symoffset as usize, info.symbols as usize);
-        if params.nbuckets == 0 || end > names.len() {
-            return Err(Error::unsupported(
-                "DT_GNU_HASH: hash table header out of range: no buckets, or more symbols than there are",
-            ));
-        }
-        let hashes: Vec<u32> = names
-            .get(start..end)
-            .unwrap_or(&[])
-            .iter()
-            .map(|n| hash::gnu_hash(n))
-            .collect();
-        let bits = 8 * format.word_size() as u32;
-        let table = hash::build_gnu(params, bits, &hashes);
-        let mut out = Vec::new();
-        for w in [
-            params.nbuckets,
-            params.symoffset,
-            params.bloom_size,
-            params.bloom_shift,
-        ] {
-            out.extend_from_slice(&format.put_u32(w));
-        }
-        for &w in &table.bloom {
-            out.extend_from_slice(&format.put_word(w));
-        }
-        for &w in table.buckets.iter().chain(&table.chains) {
-            out.extend_from_slice(&format.put_u32(w));
-        }
-        check_size(out, region.size, region.offset, "DT_GNU_HASH").map(Some)
+fn rebuilt_gnu_hash(input: &Input<'_>, names: &[Vec<u8>]) -> Result<Option<Vec<u8>>> {
+    let tables = input.tables;
+    let format = input.format;
+    let (Some(info), Some(region)) = (tables.gnu_hash_info, tables.gnu_hash) else {
+        return Ok(None);
+    };
+    let params: GnuParams = info.params;
+    let (start, end) = (params.symoffset as usize, info.symbols as usize);
+    if params.nbuckets == 0 || end > names.len() {
+        return Err(Error::unsupported(
+            "DT_GNU_HASH: hash table header out of range: no buckets, or more symbols than there are",
+        ));
     }
+    let hashes: Vec<u32> = names
+        .get(start..end)
+        .unwrap_or(&[])
+        .iter()
+        .map(|n| hash::gnu_hash(n))
+        .collect();
+    let bits = 8 * format.word_size() as u32;
+    let table = hash::build_gnu(params, bits, &hashes);
+    let mut out = Vec::new();
+    for w in [
+        params.nbuckets,
+        params.symoffset,
+        params.bloom_size,
+        params.bloom_shift,
+    ] {
+        out.extend_from_slice(&format.put_u32(w));
+    }
+    for &w in &table.bloom {
+        out.extend_from_slice(&format.put_word(w));
+    }
+    for &w in table.buckets.iter().chain(&table.chains) {
+        out.extend_from_slice(&format.put_u32(w));
+    }
+    check_size(out, region.size, region.offset, "DT_GNU_HASH").map(Some)
 }
 
 /// A 64-bit word in the file's byte order, whatever its class (64-bit s390's hash entries).

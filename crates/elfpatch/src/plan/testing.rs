@@ -1,26 +1,27 @@
-//! Unit-test support: a [`Planner`] over a file elfsynth builds from a spec, with the layout of
+//! Unit-test support: an [`Input`] over a file elfsynth builds from a spec, with the layout of
 //! that file to compare the planner's decisions with.
 
-use super::{Dynstr, Options, Planner};
+use super::input::Input;
+use super::{Dynstr, Options};
 use crate::read::Elf;
 use crate::refs::Tables;
 
-/// Builds `spec`, parses it and runs `check` on a planner for it (preflight included).
-pub(super) fn with_planner<R>(
+/// Builds `spec`, parses it and runs `check` on the input of a plan of it (preflight included).
+pub(super) fn with_input<R>(
     spec: &elfsynth::Spec,
     opts: &Options,
-    check: impl FnOnce(&Planner<'_>, &elfsynth::Layout) -> R,
+    check: impl FnOnce(&Input<'_>, &elfsynth::Layout) -> R,
 ) -> R {
-    with_edited_planner(spec, opts, |_| {}, check)
+    with_edited_input(spec, opts, |_| {}, check)
 }
 
-/// [`with_planner`], with the parsed headers changed by `edit` first (what elfsynth cannot
+/// [`with_input`], with the parsed headers changed by `edit` first (what elfsynth cannot
 /// build: an entry point or an alignment elsewhere).
-pub(super) fn with_edited_planner<R>(
+pub(super) fn with_edited_input<R>(
     spec: &elfsynth::Spec,
     opts: &Options,
     edit: impl FnOnce(&mut Elf),
-    check: impl FnOnce(&Planner<'_>, &elfsynth::Layout) -> R,
+    check: impl FnOnce(&Input<'_>, &elfsynth::Layout) -> R,
 ) -> R {
     let bytes = elfsynth::build(spec);
     let layout = elfsynth::layout(spec).expect("a valid spec");
@@ -29,8 +30,8 @@ pub(super) fn with_edited_planner<R>(
     let tables = Tables::read(bytes.as_slice(), &elf).expect("and its tables");
     let whole = elf.strtab.as_ref().and_then(|s| s.bytes()).unwrap_or(&[]);
     let dynstr = Dynstr::whole(whole);
-    let planner = Planner::new(&elf, &tables, &dynstr, opts).expect("a sane file passes preflight");
-    check(&planner, &layout)
+    let input = Input::new(&elf, &tables, &dynstr, opts).expect("a sane file passes preflight");
+    check(&input, &layout)
 }
 
 /// Where the program header table of a built file ends.

@@ -4,11 +4,15 @@
 
 use object::elf;
 
-use super::{AppendedSegment, ItemKind, Mode, Room};
+use super::room::Room;
+use super::segment::AppendedSegment;
+use super::site::{ItemKind, Mode};
 use crate::error::{Error, Result};
 use crate::format::{Dyn, Header, Phdr, Shdr};
-use crate::plan::builder::Builder;
-use crate::plan::note_edit::new_note_phdr;
+use crate::plan::input::Input;
+use crate::plan::note_edit::{new_note_phdr, note_phdrs};
+use crate::plan::note_writes::note_extra_phdrs;
+use crate::plan::placed::Placed;
 use crate::plan::tags::{is_fixed_address_tag, is_read_only_table_type};
 use crate::read::{Dynamic, Elf};
 
@@ -18,146 +22,148 @@ pub(super) struct NewHeaders {
     pub(super) phdrs: Vec<Phdr>,
 }
 
-impl Builder<'_, '_> {
-    /// Phase 3: the new program headers and file header.
-    pub(super) fn program_headers(&self, segment: &AppendedSegment) -> Result<NewHeaders> {
-        let elf = self.planner.elf;
-        let format = self.planner.format;
-        let dynamic = elf.dynamic.as_ref();
-        // The header edits first: every index below is the file's, and entries the edits add go
-        // at the end.
-        let mut phdrs = self.table.phdrs.clone();
-        let note = segment.item(ItemKind::Note);
-        self.planner.note_phdrs(
-            &self.note,
-            &mut phdrs,
-            note.map(|i| (i.offset, i.vaddr, i.size)),
-        );
-        for moved in &segment.moved {
-            for p in phdrs.iter_mut() {
-                let inside = p.p_filesz > 0
-                    && p.p_offset >= moved.block.start
-                    && p.offset_end() <= moved.block.end;
-                if p.p_type != elf::PT_LOAD && p.p_type != elf::PT_PHDR && inside {
-                    p.p_offset = segment.translate(p.p_offset);
-                    p.p_vaddr = segment.relocate(p.p_vaddr);
-                    p.p_paddr = segment.relocate(p.p_paddr);
-                }
+/// Phase 3: the new program headers and file header.
+pub(super) fn program_headers(
+    input: &Input<'_>,
+    placed: &Placed,
+    segment: &AppendedSegment,
+) -> Result<NewHeaders> {
+    let elf = input.elf;
+    let format = input.format;
+    let dynamic = elf.dynamic.as_ref();
+    // The header edits first: every index below is the file's, and entries the edits add go
+    // at the end.
+    let mut phdrs = placed.table.phdrs.clone();
+    let note = segment.item(ItemKind::Note);
+    note_phdrs(
+        input,
+        &placed.note,
+        &mut phdrs,
+        note.map(|i| (i.offset, i.vaddr, i.size)),
+    );
+    for moved in &segment.moved {
+        for p in phdrs.iter_mut() {
+            let inside = p.p_filesz > 0
+                && p.p_offset >= moved.block.start
+                && p.offset_end() <= moved.block.end;
+            if p.p_type != elf::PT_LOAD && p.p_type != elf::PT_PHDR && inside {
+                p.p_offset = segment.translate(p.p_offset);
+                p.p_vaddr = segment.relocate(p.p_vaddr);
+                p.p_paddr = segment.relocate(p.p_paddr);
             }
         }
-        if let (Some(interp), Some(item)) = (elf.interp.as_ref(), segment.item(ItemKind::Interp)) {
-            let p = &mut phdrs[interp.phdr_index];
-            (p.p_offset, p.p_vaddr, p.p_paddr, p.p_filesz, p.p_memsz) =
-                (item.offset, item.vaddr, item.vaddr, item.size, item.size);
-        }
-        // Without PT_DYNAMIC (an array found through its section) only the section moves: no
-        // program header is added, as the file's loader reads no array before the edit either.
-        let dynamic_phdr = dynamic.and_then(|d| d.phdr_index);
-        if let (Some(i), Some(item)) = (dynamic_phdr, segment.item(ItemKind::Dynamic)) {
-            let p = &mut phdrs[i];
-            let shift = p.p_paddr.wrapping_sub(p.p_vaddr);
-            (p.p_offset, p.p_vaddr, p.p_filesz, p.p_memsz) =
-                (item.offset, item.vaddr, item.size, item.size);
-            p.p_paddr = item.vaddr.wrapping_add(shift);
-        }
-        // Writable when it holds .dynamic, as the segment it came from was (the loader writes
-        // DT_DEBUG there). MIPS keeps .dynamic read-only (its loader writes through
-        // DT_MIPS_RLD_MAP instead), and so does the new segment when PT_DYNAMIC says so, even
-        // if an earlier editor put .dynamic into a writable segment.
-        let mips_read_only_dynamic = elf.machine() == elf::EM_MIPS
-            && dynamic_phdr.is_some_and(|i| elf.phdrs[i].p_flags & elf::PF_W == 0);
-        let writable = segment.item(ItemKind::Dynamic).is_some()
-            && !mips_read_only_dynamic
-            && dynamic.is_some_and(|d| {
-                elf.loads()
-                    .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
-            });
-        let mut header = elf.header.clone();
-        header.ident = self.table.ident;
-        if elf.section_headers_unusable() {
-            // A table nobody could read: once data is appended where it may claim to be, tools
-            // would read that data as section headers. The file has none.
-            (header.e_shoff, header.e_shnum, header.e_shstrndx) = (0, 0, 0);
-        }
-        // The load whose string table grows where it is maps the strings, and the tables that
-        // moved into its page's tail (`tail.rs`). Before any entry is inserted or removed.
-        if let Some(t) = segment.tail {
-            let p = &mut phdrs[t.load];
-            let end = t.load_end(p.offset_end());
-            p.p_filesz = end - p.p_offset;
-            p.p_memsz = p.p_filesz;
-        }
-        let placed = segment.placed;
-        match segment.site.mode {
-            Mode::None => {}
-            Mode::Extend(i) => {
-                let p = &mut phdrs[i];
-                p.p_filesz = (placed.end_offset - p.p_offset).max(p.p_filesz);
-                p.p_memsz = p.p_filesz;
-                if writable {
-                    p.p_flags |= elf::PF_W;
-                }
-            }
-            Mode::New(room) => {
-                let size = placed.end_offset - placed.offset;
-                let new_load = Phdr {
-                    p_type: elf::PT_LOAD,
-                    p_flags: elf::PF_R | if writable { elf::PF_W } else { 0 },
-                    p_offset: placed.offset,
-                    p_vaddr: placed.vaddr,
-                    p_paddr: placed.vaddr,
-                    p_filesz: size,
-                    p_memsz: size,
-                    p_align: placed.align,
-                };
-                if let Room::NullSlot(i) | Room::PhdrSlot(i) = room {
-                    phdrs.remove(i);
-                }
-                let at = phdrs
-                    .iter()
-                    .rposition(|p| p.p_type == elf::PT_LOAD)
-                    .map_or(phdrs.len(), |i| i + 1);
-                phdrs.insert(at, new_load);
-                if let (Some(item), 1) = (note, self.note_extra_phdrs()) {
-                    phdrs.insert(at + 1, new_note_phdr(item.offset, item.vaddr, item.size));
-                }
-                phdrs.extend_from_slice(&self.table.added);
-                let table_size = (phdrs.len() * format.phdr_size()) as u64;
-                let table = segment.item(ItemKind::PhdrTable);
-                for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {
-                    match table {
-                        Some(item) => {
-                            (p.p_offset, p.p_vaddr, p.p_paddr) =
-                                (item.offset, item.vaddr, item.vaddr);
-                        }
-                        // A PT_PHDR that describes some other bytes is not this edit's to repair:
-                        // giving it the table's size would give a garbage offset a file range.
-                        None if p.p_offset != header.e_phoff => continue,
-                        None => {}
-                    }
-                    (p.p_filesz, p.p_memsz) = (table_size, table_size);
-                }
-                if let Some(item) = table {
-                    header.e_phoff = item.offset;
-                }
-                header.e_phnum = phdrs.len() as u16;
-            }
-        }
-
-        // What we write must be something we would read back: no segment may wrap.
-        for p in &phdrs {
-            if p.p_vaddr
-                .checked_add(p.p_memsz)
-                .is_none_or(|end| end > format.max_addr().saturating_add(1))
-            {
-                return Err(Error::refused(format!(
-                    "the segment of type {:#x} at {:#x} would wrap the address space once moved",
-                    p.p_type, p.p_vaddr
-                )));
-            }
-        }
-        Ok(NewHeaders { header, phdrs })
     }
+    if let (Some(interp), Some(item)) = (elf.interp.as_ref(), segment.item(ItemKind::Interp)) {
+        let p = &mut phdrs[interp.phdr_index];
+        (p.p_offset, p.p_vaddr, p.p_paddr, p.p_filesz, p.p_memsz) =
+            (item.offset, item.vaddr, item.vaddr, item.size, item.size);
+    }
+    // Without PT_DYNAMIC (an array found through its section) only the section moves: no
+    // program header is added, as the file's loader reads no array before the edit either.
+    let dynamic_phdr = dynamic.and_then(|d| d.phdr_index);
+    if let (Some(i), Some(item)) = (dynamic_phdr, segment.item(ItemKind::Dynamic)) {
+        let p = &mut phdrs[i];
+        let shift = p.p_paddr.wrapping_sub(p.p_vaddr);
+        (p.p_offset, p.p_vaddr, p.p_filesz, p.p_memsz) =
+            (item.offset, item.vaddr, item.size, item.size);
+        p.p_paddr = item.vaddr.wrapping_add(shift);
+    }
+    // Writable when it holds .dynamic, as the segment it came from was (the loader writes
+    // DT_DEBUG there). MIPS keeps .dynamic read-only (its loader writes through
+    // DT_MIPS_RLD_MAP instead), and so does the new segment when PT_DYNAMIC says so, even
+    // if an earlier editor put .dynamic into a writable segment.
+    let mips_read_only_dynamic = elf.machine() == elf::EM_MIPS
+        && dynamic_phdr.is_some_and(|i| elf.phdrs[i].p_flags & elf::PF_W == 0);
+    let writable = segment.item(ItemKind::Dynamic).is_some()
+        && !mips_read_only_dynamic
+        && dynamic.is_some_and(|d| {
+            elf.loads()
+                .any(|l| l.contains_offset(d.offset, 1) && l.p_flags & elf::PF_W != 0)
+        });
+    let mut header = elf.header.clone();
+    header.ident = placed.table.ident;
+    if elf.section_headers_unusable() {
+        // A table nobody could read: once data is appended where it may claim to be, tools
+        // would read that data as section headers. The file has none.
+        (header.e_shoff, header.e_shnum, header.e_shstrndx) = (0, 0, 0);
+    }
+    // The load whose string table grows where it is maps the strings, and the tables that
+    // moved into its page's tail (`tail.rs`). Before any entry is inserted or removed.
+    if let Some(t) = segment.tail {
+        let p = &mut phdrs[t.load];
+        let end = t.load_end(p.offset_end());
+        p.p_filesz = end - p.p_offset;
+        p.p_memsz = p.p_filesz;
+    }
+    let extent = segment.extent;
+    match segment.site.mode {
+        Mode::None => {}
+        Mode::Extend(i) => {
+            let p = &mut phdrs[i];
+            p.p_filesz = (extent.end_offset - p.p_offset).max(p.p_filesz);
+            p.p_memsz = p.p_filesz;
+            if writable {
+                p.p_flags |= elf::PF_W;
+            }
+        }
+        Mode::New(room) => {
+            let size = extent.end_offset - extent.offset;
+            let new_load = Phdr {
+                p_type: elf::PT_LOAD,
+                p_flags: elf::PF_R | if writable { elf::PF_W } else { 0 },
+                p_offset: extent.offset,
+                p_vaddr: extent.vaddr,
+                p_paddr: extent.vaddr,
+                p_filesz: size,
+                p_memsz: size,
+                p_align: extent.align,
+            };
+            if let Room::NullSlot(i) | Room::PhdrSlot(i) = room {
+                phdrs.remove(i);
+            }
+            let at = phdrs
+                .iter()
+                .rposition(|p| p.p_type == elf::PT_LOAD)
+                .map_or(phdrs.len(), |i| i + 1);
+            phdrs.insert(at, new_load);
+            if let (Some(item), 1) = (note, note_extra_phdrs(input, placed)) {
+                phdrs.insert(at + 1, new_note_phdr(item.offset, item.vaddr, item.size));
+            }
+            phdrs.extend_from_slice(&placed.table.added);
+            let table_size = (phdrs.len() * format.phdr_size()) as u64;
+            let table = segment.item(ItemKind::PhdrTable);
+            for p in phdrs.iter_mut().filter(|p| p.p_type == elf::PT_PHDR) {
+                match table {
+                    Some(item) => {
+                        (p.p_offset, p.p_vaddr, p.p_paddr) = (item.offset, item.vaddr, item.vaddr);
+                    }
+                    // A PT_PHDR that describes some other bytes is not this edit's to repair:
+                    // giving it the table's size would give a garbage offset a file range.
+                    None if p.p_offset != header.e_phoff => continue,
+                    None => {}
+                }
+                (p.p_filesz, p.p_memsz) = (table_size, table_size);
+            }
+            if let Some(item) = table {
+                header.e_phoff = item.offset;
+            }
+            header.e_phnum = phdrs.len() as u16;
+        }
+    }
+
+    // What we write must be something we would read back: no segment may wrap.
+    for p in &phdrs {
+        if p.p_vaddr
+            .checked_add(p.p_memsz)
+            .is_none_or(|end| end > format.max_addr().saturating_add(1))
+        {
+            return Err(Error::refused(format!(
+                "the segment of type {:#x} at {:#x} would wrap the address space once moved",
+                p.p_type, p.p_vaddr
+            )));
+        }
+    }
+    Ok(NewHeaders { header, phdrs })
 }
 
 /// A range of addresses the loader writes into: it must stay in a writable segment.

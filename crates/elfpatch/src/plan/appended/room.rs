@@ -12,11 +12,11 @@ use object::elf;
 
 use crate::error::{Error, Result};
 use crate::plan::header::NewTable;
+use crate::plan::input::Input;
 use crate::plan::strings::{self, Range};
 use crate::plan::tags::{
     is_fixed_address_tag, is_read_only_table_type, is_relocation_tag, DT_RELR, DT_RELRSZ, SHT_RELR,
 };
-use crate::plan::Planner;
 
 /// Above this size, a library moves its program header table rather than the block after it.
 const LARGE_BLOCK: u64 = 64 << 10;
@@ -63,325 +63,325 @@ pub(in crate::plan) struct Occupant {
     pub(in crate::plan) align: u64,
 }
 
-impl Planner<'_> {
-    /// How to make room for `entries` more program headers (a `PT_NULL` entry holds only one),
-    /// the `PT_NULL` entry `taken` being spoken for already.
-    pub(in crate::plan) fn find_room(&self, taken: Option<usize>, entries: usize) -> Result<Room> {
-        let elf = self.elf;
-        let format = self.format;
-        let free_null = elf
-            .phdrs
-            .iter()
-            .enumerate()
-            .position(|(i, p)| p.p_type == elf::PT_NULL && Some(i) != taken);
-        if let (Some(i), 1) = (free_null, entries) {
-            return Ok(Room::NullSlot(i));
-        }
-        if elf.phdrs.len() + entries >= usize::from(elf::PN_XNUM) {
-            return Err(Error::unsupported("too many program headers to add one"));
-        }
-        // When the block after the table cannot move, or is large, a library gives up its
-        // PT_PHDR rather than moving the table: the post-processors that run after us (GNU
-        // strip and objcopy, eu-strip, llvm-strip) all expect the table where linkers put it,
-        // and each breaks a file whose table moved into a segment of its own in its own way.
-        let fallback = match (self.library_phdr_slot(), entries) {
-            (Some(i), 1) => Room::PhdrSlot(i),
-            _ => Room::MoveTable,
-        };
-        let need = (entries * format.phdr_size()) as u64;
-        let table_start = elf.header.e_phoff;
-        let table_end = table_start + (elf.phdrs.len() * format.phdr_size()) as u64;
-        let Some(load) = elf
-            .loads()
-            .find(|p| p.contains_offset(table_start, table_end - table_start))
-        else {
-            return Ok(fallback);
-        };
-        let load_end = load.offset_end();
-        let occupants = self.occupants();
-        if occupants
-            .iter()
-            .any(|o| o.start < table_end && o.end > table_start)
-        {
-            return Ok(fallback);
-        }
-        let next = occupants
-            .iter()
-            .map(|o| o.start)
-            .filter(|&s| s >= table_end)
-            .min()
-            .unwrap_or(load_end)
-            .min(load_end);
-        // Free bytes right after the table, known to hold nothing (zeros, no occupant).
-        let slack_is_zero = elf.phdr_tail.len() as u64 >= need
-            && elf.phdr_tail[..need as usize].iter().all(|&b| b == 0);
-        if next >= table_end + need && slack_is_zero {
-            return Ok(Room::Slack);
-        }
-        // Move the shortest run of movable things that frees `need` bytes.
-        let mut end = table_end;
-        let mut align = format.word_size();
-        let mut sorted: Vec<&Occupant> =
-            occupants.iter().filter(|o| o.start >= table_end).collect();
-        sorted.sort_by_key(|o| (o.start, o.end));
-        let mut iter = sorted.iter().peekable();
-        while end < table_end + need {
-            let Some(o) = iter.next() else { break };
-            if o.start > end && elf.sections.is_empty() && o.start - end >= 16 {
-                // Unknown bytes between known regions: they may be anything.
-                return Ok(fallback);
-            }
-            if !o.movable || o.end > load_end {
-                return Ok(fallback);
-            }
-            end = end.max(o.end);
-            align = align.max(o.align);
-        }
-        // Anything overlapping the block must lie inside it entirely, and be movable: also what
-        // starts where a movable thing does (a garbage section over a note's bytes), which the
-        // run above need not have met.
-        loop {
-            let mut grew = false;
-            for o in &occupants {
-                if o.start >= table_end && o.start < end {
-                    if !o.movable || o.end > load_end {
-                        return Ok(fallback);
-                    }
-                    if o.end > end {
-                        end = o.end;
-                        align = align.max(o.align);
-                        grew = true;
-                    }
-                }
-            }
-            if !grew {
-                break;
-            }
-        }
-        if end < table_end + need {
+/// How to make room for `entries` more program headers (a `PT_NULL` entry holds only one),
+/// the `PT_NULL` entry `taken` being spoken for already.
+pub(in crate::plan) fn find_room(
+    input: &Input<'_>,
+    taken: Option<usize>,
+    entries: usize,
+) -> Result<Room> {
+    let elf = input.elf;
+    let format = input.format;
+    let free_null = elf
+        .phdrs
+        .iter()
+        .enumerate()
+        .position(|(i, p)| p.p_type == elf::PT_NULL && Some(i) != taken);
+    if let (Some(i), 1) = (free_null, entries) {
+        return Ok(Room::NullSlot(i));
+    }
+    if elf.phdrs.len() + entries >= usize::from(elf::PN_XNUM) {
+        return Err(Error::unsupported("too many program headers to add one"));
+    }
+    // When the block after the table cannot move, or is large, a library gives up its
+    // PT_PHDR rather than moving the table: the post-processors that run after us (GNU
+    // strip and objcopy, eu-strip, llvm-strip) all expect the table where linkers put it,
+    // and each breaks a file whose table moved into a segment of its own in its own way.
+    let fallback = match (library_phdr_slot(input), entries) {
+        (Some(i), 1) => Room::PhdrSlot(i),
+        _ => Room::MoveTable,
+    };
+    let need = (entries * format.phdr_size()) as u64;
+    let table_start = elf.header.e_phoff;
+    let table_end = table_start + (elf.phdrs.len() * format.phdr_size()) as u64;
+    let Some(load) = elf
+        .loads()
+        .find(|p| p.contains_offset(table_start, table_end - table_start))
+    else {
+        return Ok(fallback);
+    };
+    let load_end = load.offset_end();
+    let occupants = occupants(input);
+    if occupants
+        .iter()
+        .any(|o| o.start < table_end && o.end > table_start)
+    {
+        return Ok(fallback);
+    }
+    let next = occupants
+        .iter()
+        .map(|o| o.start)
+        .filter(|&s| s >= table_end)
+        .min()
+        .unwrap_or(load_end)
+        .min(load_end);
+    // Free bytes right after the table, known to hold nothing (zeros, no occupant).
+    let slack_is_zero = elf.phdr_tail.len() as u64 >= need
+        && elf.phdr_tail[..need as usize].iter().all(|&b| b == 0);
+    if next >= table_end + need && slack_is_zero {
+        return Ok(Room::Slack);
+    }
+    // Move the shortest run of movable things that frees `need` bytes.
+    let mut end = table_end;
+    let mut align = format.word_size();
+    let mut sorted: Vec<&Occupant> = occupants.iter().filter(|o| o.start >= table_end).collect();
+    sorted.sort_by_key(|o| (o.start, o.end));
+    let mut iter = sorted.iter().peekable();
+    while end < table_end + need {
+        let Some(o) = iter.next() else { break };
+        if o.start > end && elf.sections.is_empty() && o.start - end >= 16 {
+            // Unknown bytes between known regions: they may be anything.
             return Ok(fallback);
         }
-        // Nothing we cannot update may point into the block: the entry point, or address tags
-        // other than the table pointers we relocate.
-        let lo = elf.offset_to_vaddr(table_end, 1).unwrap_or(0);
-        let hi = lo + (end - table_end);
-        if elf.header.e_entry >= lo && elf.header.e_entry < hi {
+        if !o.movable || o.end > load_end {
             return Ok(fallback);
         }
-        if let Some(dynamic) = &elf.dynamic {
-            for x in dynamic.entries() {
-                if is_fixed_address_tag(x.tag) && x.val >= lo && x.val < hi {
+        end = end.max(o.end);
+        align = align.max(o.align);
+    }
+    // Anything overlapping the block must lie inside it entirely, and be movable: also what
+    // starts where a movable thing does (a garbage section over a note's bytes), which the
+    // run above need not have met.
+    loop {
+        let mut grew = false;
+        for o in &occupants {
+            if o.start >= table_end && o.start < end {
+                if !o.movable || o.end > load_end {
                     return Ok(fallback);
                 }
+                if o.end > end {
+                    end = o.end;
+                    align = align.max(o.align);
+                    grew = true;
+                }
             }
         }
-        // A library with a PT_PHDR gives that entry to the new PT_LOAD rather than moving a
-        // large block: the hash and symbol tables that follow the table are megabytes in a
-        // library with many exports, copied and written at every such edit.
-        if end - table_end > LARGE_BLOCK {
-            if let Room::PhdrSlot(i) = fallback {
-                return Ok(Room::PhdrSlot(i));
+        if !grew {
+            break;
+        }
+    }
+    if end < table_end + need {
+        return Ok(fallback);
+    }
+    // Nothing we cannot update may point into the block: the entry point, or address tags
+    // other than the table pointers we relocate.
+    let lo = elf.offset_to_vaddr(table_end, 1).unwrap_or(0);
+    let hi = lo + (end - table_end);
+    if elf.header.e_entry >= lo && elf.header.e_entry < hi {
+        return Ok(fallback);
+    }
+    if let Some(dynamic) = &elf.dynamic {
+        for x in dynamic.entries() {
+            if is_fixed_address_tag(x.tag) && x.val >= lo && x.val < hi {
+                return Ok(fallback);
             }
         }
-        Ok(Room::Block(Block {
-            start: table_end,
-            end,
-            align: align.min(4096),
-        }))
     }
-
-    /// The index of the `PT_PHDR` entry a shared library can give up: the file has no
-    /// `PT_INTERP` (no kernel maps it as a program, so nothing reads `AT_PHDR` from it), names a
-    /// `DT_SONAME` or has no entry point (a static PIE program has neither), and has exactly one
-    /// `PT_PHDR`, which describes the table where `e_phoff` says it is.
-    fn library_phdr_slot(&self) -> Option<usize> {
-        let elf = self.elf;
-        if elf.header.e_type != elf::ET_DYN || elf.interp.is_some() {
-            return None;
+    // A library with a PT_PHDR gives that entry to the new PT_LOAD rather than moving a
+    // large block: the hash and symbol tables that follow the table are megabytes in a
+    // library with many exports, copied and written at every such edit.
+    if end - table_end > LARGE_BLOCK {
+        if let Room::PhdrSlot(i) = fallback {
+            return Ok(Room::PhdrSlot(i));
         }
-        if elf.soname().is_none() && elf.header.e_entry != 0 {
-            return None;
+    }
+    Ok(Room::Block(Block {
+        start: table_end,
+        end,
+        align: align.min(4096),
+    }))
+}
+
+/// The index of the `PT_PHDR` entry a shared library can give up: the file has no
+/// `PT_INTERP` (no kernel maps it as a program, so nothing reads `AT_PHDR` from it), names a
+/// `DT_SONAME` or has no entry point (a static PIE program has neither), and has exactly one
+/// `PT_PHDR`, which describes the table where `e_phoff` says it is.
+fn library_phdr_slot(input: &Input<'_>) -> Option<usize> {
+    let elf = input.elf;
+    if elf.header.e_type != elf::ET_DYN || elf.interp.is_some() {
+        return None;
+    }
+    if elf.soname().is_none() && elf.header.e_entry != 0 {
+        return None;
+    }
+    let mut phdrs = elf
+        .phdrs
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.p_type == elf::PT_PHDR);
+    let (i, p) = phdrs.next()?;
+    (phdrs.next().is_none() && p.p_offset == elf.header.e_phoff).then_some(i)
+}
+
+/// Whether the entries `table` adds fit without a new segment: none, or zeros after the
+/// table for them (a `PT_NULL` entry they could take is already in `table`).
+pub(in crate::plan) fn table_grows_in_place(input: &Input<'_>, table: &NewTable) -> bool {
+    table.added.is_empty()
+        || matches!(
+            find_room(input, table.taken_null, table.added.len()),
+            Ok(Room::Slack)
+        )
+}
+
+/// Whether a table the dynamic array points to overlaps `[start, end)` of the file.
+pub(in crate::plan) fn dynamic_refs_in(input: &Input<'_>, start: u64, end: u64) -> bool {
+    input
+        .dynamic_regions()
+        .iter()
+        .any(|r| r.offset < end && start < r.end())
+}
+
+/// The parts of `[start, end)` that something the file describes occupies (a section, a
+/// segment other than `PT_LOAD`, a table `.dynamic` points to), merged; the rest is padding or
+/// bytes nothing refers to.
+pub(in crate::plan) fn described(input: &Input<'_>, start: u64, end: u64) -> Vec<Range> {
+    let mut ranges: Vec<Range> = occupants(input)
+        .iter()
+        .filter(|o| o.start < end && start < o.end)
+        .map(|o| (o.start.max(start), o.end.min(end)))
+        .collect();
+    strings::merge(&mut ranges)
+}
+
+/// What occupies the file: sections when there are section headers, and every region the
+/// program headers, the dynamic array and the entry point describe.
+pub(in crate::plan) fn occupants(input: &Input<'_>) -> Vec<Occupant> {
+    let mut out = segment_occupants(input);
+    if !input.elf.sections.is_empty() {
+        out.extend(section_occupants(input));
+    }
+    // What the dynamic array and the entry point describe counts too, sections or not: a file
+    // may hold tables no section header covers, and the loader uses them all the same.
+    out.extend(dynamic_occupants(input));
+    out
+}
+
+/// Segments other than `PT_LOAD` and `PT_PHDR`; notes, `.interp` and properties may move.
+fn segment_occupants(input: &Input<'_>) -> Vec<Occupant> {
+    let movable_type = |t: u32| matches!(t, elf::PT_INTERP | elf::PT_NOTE | elf::PT_GNU_PROPERTY);
+    input
+        .elf
+        .phdrs
+        .iter()
+        .filter(|p| p.p_type != elf::PT_LOAD && p.p_type != elf::PT_PHDR && p.p_filesz != 0)
+        .map(|p| Occupant {
+            start: p.p_offset,
+            end: p.offset_end(),
+            movable: movable_type(p.p_type),
+            relocations: false,
+            // A segment other than PT_LOAD only constrains where its bytes may go when its
+            // alignment is a real one; a garbage p_align (0x3ff) must not set the block's.
+            align: if p.p_align.is_power_of_two() {
+                p.p_align
+            } else {
+                1
+            },
+        })
+        .collect()
+}
+
+/// Sections with bytes in the file (read-only tables may move), and the section header table.
+fn section_occupants(input: &Input<'_>) -> Vec<Occupant> {
+    let elf = input.elf;
+    let strtab_section = elf.strtab.as_ref().and_then(|s| s.section);
+    let interp_section = elf.interp.as_ref().and_then(|i| i.section);
+    let mut out = Vec::new();
+    for section in elf.sections.iter() {
+        let sh = section.shdr;
+        if !sh.has_file_bytes() {
+            continue;
         }
-        let mut phdrs = elf
-            .phdrs
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.p_type == elf::PT_PHDR);
-        let (i, p) = phdrs.next()?;
-        (phdrs.next().is_none() && p.p_offset == elf.header.e_phoff).then_some(i)
-    }
-
-    /// Whether the entries `table` adds fit without a new segment: none, or zeros after the
-    /// table for them (a `PT_NULL` entry they could take is already in `table`).
-    pub(in crate::plan) fn table_grows_in_place(&self, table: &NewTable) -> bool {
-        table.added.is_empty()
-            || matches!(
-                self.find_room(table.taken_null, table.added.len()),
-                Ok(Room::Slack)
-            )
-    }
-
-    /// Whether a table the dynamic array points to overlaps `[start, end)` of the file.
-    pub(in crate::plan) fn dynamic_refs_in(&self, start: u64, end: u64) -> bool {
-        self.dynamic_regions()
-            .iter()
-            .any(|r| r.offset < end && start < r.end())
-    }
-
-    /// The parts of `[start, end)` that something the file describes occupies (a section, a
-    /// segment other than `PT_LOAD`, a table `.dynamic` points to), merged; the rest is padding or
-    /// bytes nothing refers to.
-    pub(in crate::plan) fn described(&self, start: u64, end: u64) -> Vec<Range> {
-        let mut ranges: Vec<Range> = self
-            .occupants()
-            .iter()
-            .filter(|o| o.start < end && start < o.end)
-            .map(|o| (o.start.max(start), o.end.min(end)))
-            .collect();
-        strings::merge(&mut ranges)
-    }
-
-    /// What occupies the file: sections when there are section headers, and every region the
-    /// program headers, the dynamic array and the entry point describe.
-    pub(in crate::plan) fn occupants(&self) -> Vec<Occupant> {
-        let mut out = self.segment_occupants();
-        if !self.elf.sections.is_empty() {
-            out.extend(self.section_occupants());
-        }
-        // What the dynamic array and the entry point describe counts too, sections or not: a file
-        // may hold tables no section header covers, and the loader uses them all the same.
-        out.extend(self.dynamic_occupants());
-        out
-    }
-
-    /// Segments other than `PT_LOAD` and `PT_PHDR`; notes, `.interp` and properties may move.
-    fn segment_occupants(&self) -> Vec<Occupant> {
-        let movable_type =
-            |t: u32| matches!(t, elf::PT_INTERP | elf::PT_NOTE | elf::PT_GNU_PROPERTY);
-        self.elf
-            .phdrs
-            .iter()
-            .filter(|p| p.p_type != elf::PT_LOAD && p.p_type != elf::PT_PHDR && p.p_filesz != 0)
-            .map(|p| Occupant {
-                start: p.p_offset,
-                end: p.offset_end(),
-                movable: movable_type(p.p_type),
-                relocations: false,
-                // A segment other than PT_LOAD only constrains where its bytes may go when its
-                // alignment is a real one; a garbage p_align (0x3ff) must not set the block's.
-                align: if p.p_align.is_power_of_two() {
-                    p.p_align
-                } else {
-                    1
-                },
-            })
-            .collect()
-    }
-
-    /// Sections with bytes in the file (read-only tables may move), and the section header table.
-    fn section_occupants(&self) -> Vec<Occupant> {
-        let elf = self.elf;
-        let strtab_section = elf.strtab.as_ref().and_then(|s| s.section);
-        let interp_section = elf.interp.as_ref().and_then(|i| i.section);
-        let mut out = Vec::new();
-        for section in elf.sections.iter() {
-            let sh = section.shdr;
-            if !sh.has_file_bytes() {
-                continue;
-            }
-            // The ELF spec allows only 0 and powers of two; with anything else we cannot know
-            // where the section may land, so it stays where it is.
-            let sane_align = sh.sh_addralign <= 1 || sh.sh_addralign.is_power_of_two();
-            let known_table =
-                Some(section.index) == strtab_section || Some(section.index) == interp_section;
-            let movable = sane_align
+        // The ELF spec allows only 0 and powers of two; with anything else we cannot know
+        // where the section may land, so it stays where it is.
+        let sane_align = sh.sh_addralign <= 1 || sh.sh_addralign.is_power_of_two();
+        let known_table =
+            Some(section.index) == strtab_section || Some(section.index) == interp_section;
+        let movable = sane_align
+            && sh.is_alloc()
+            && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
+            && (is_read_only_table_type(sh.sh_type) || known_table);
+        let relocation_type = matches!(sh.sh_type, elf::SHT_RELA | elf::SHT_REL | SHT_RELR);
+        out.push(Occupant {
+            start: sh.sh_offset,
+            end: sh.sh_offset.saturating_add(sh.sh_size),
+            movable,
+            relocations: sane_align
+                && relocation_type
                 && sh.is_alloc()
-                && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0
-                && (is_read_only_table_type(sh.sh_type) || known_table);
-            let relocation_type = matches!(sh.sh_type, elf::SHT_RELA | elf::SHT_REL | SHT_RELR);
-            out.push(Occupant {
-                start: sh.sh_offset,
-                end: sh.sh_offset.saturating_add(sh.sh_size),
-                movable,
-                relocations: sane_align
-                    && relocation_type
-                    && sh.is_alloc()
-                    && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0,
-                align: sh.sh_addralign.max(1),
-            });
-        }
-        if elf.header.e_shoff != 0 {
-            let size = (elf.sections.len() * self.format.shdr_size()) as u64;
-            out.push(Occupant {
-                start: elf.header.e_shoff,
-                end: elf.header.e_shoff.saturating_add(size),
-                movable: false,
-                relocations: false,
-                align: 1,
-            });
-        }
-        out
+                && sh.sh_flags & u64::from(elf::SHF_WRITE | elf::SHF_EXECINSTR) == 0,
+            align: sh.sh_addralign.max(1),
+        });
     }
-
-    /// The tables the dynamic array points to (movable), the array itself, relocation and init
-    /// tables and every other address it holds (fixed), and the entry point (fixed).
-    fn dynamic_occupants(&self) -> Vec<Occupant> {
-        let elf = self.elf;
-        let word = self.format.word_size();
-        let fixed = |start: u64, end: u64| Occupant {
-            start,
-            end,
+    if elf.header.e_shoff != 0 {
+        let size = (elf.sections.len() * input.format.shdr_size()) as u64;
+        out.push(Occupant {
+            start: elf.header.e_shoff,
+            end: elf.header.e_shoff.saturating_add(size),
             movable: false,
             relocations: false,
             align: 1,
-        };
-        let mut out: Vec<Occupant> = self
-            .dynamic_regions()
-            .into_iter()
-            .map(|r| Occupant {
-                start: r.offset,
-                end: r.end(),
-                movable: true,
-                relocations: false,
-                align: word,
-            })
-            .collect();
-        if let Some(dynamic) = &elf.dynamic {
-            let size = (dynamic.capacity() * self.format.dyn_size()) as u64;
-            out.push(fixed(dynamic.offset, dynamic.offset + size));
-            let tables = [
-                (elf::DT_RELA, elf::DT_RELASZ),
-                (elf::DT_REL, elf::DT_RELSZ),
-                (elf::DT_JMPREL, elf::DT_PLTRELSZ),
-                (DT_RELR, DT_RELRSZ),
-                (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ),
-                (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ),
-            ];
-            for (address_tag, size_tag) in tables {
-                if let (Some(vaddr), Some(size)) = (dynamic.get(address_tag), dynamic.get(size_tag))
-                {
-                    if let Some(offset) = elf.vaddr_to_offset(vaddr, size) {
-                        let mut o = fixed(offset, offset.saturating_add(size.max(1)));
-                        o.relocations = is_relocation_tag(u64::from(address_tag));
-                        out.push(o);
-                    }
-                }
-            }
-            for x in dynamic.entries() {
-                if is_fixed_address_tag(x.tag) {
-                    if let Some(offset) = elf.vaddr_to_offset(x.val, 1) {
-                        let mut o = fixed(offset, offset + 1);
-                        o.relocations = is_relocation_tag(x.tag);
-                        out.push(o);
-                    }
-                }
-            }
-        }
-        if let Some(offset) = elf.vaddr_to_offset(elf.header.e_entry, 1) {
-            out.push(fixed(offset, offset + 1));
-        }
-        out
+        });
     }
+    out
+}
+
+/// The tables the dynamic array points to (movable), the array itself, relocation and init
+/// tables and every other address it holds (fixed), and the entry point (fixed).
+fn dynamic_occupants(input: &Input<'_>) -> Vec<Occupant> {
+    let elf = input.elf;
+    let word = input.format.word_size();
+    let fixed = |start: u64, end: u64| Occupant {
+        start,
+        end,
+        movable: false,
+        relocations: false,
+        align: 1,
+    };
+    let mut out: Vec<Occupant> = input
+        .dynamic_regions()
+        .into_iter()
+        .map(|r| Occupant {
+            start: r.offset,
+            end: r.end(),
+            movable: true,
+            relocations: false,
+            align: word,
+        })
+        .collect();
+    if let Some(dynamic) = &elf.dynamic {
+        let size = (dynamic.capacity() * input.format.dyn_size()) as u64;
+        out.push(fixed(dynamic.offset, dynamic.offset + size));
+        let tables = [
+            (elf::DT_RELA, elf::DT_RELASZ),
+            (elf::DT_REL, elf::DT_RELSZ),
+            (elf::DT_JMPREL, elf::DT_PLTRELSZ),
+            (DT_RELR, DT_RELRSZ),
+            (elf::DT_INIT_ARRAY, elf::DT_INIT_ARRAYSZ),
+            (elf::DT_FINI_ARRAY, elf::DT_FINI_ARRAYSZ),
+        ];
+        for (address_tag, size_tag) in tables {
+            if let (Some(vaddr), Some(size)) = (dynamic.get(address_tag), dynamic.get(size_tag)) {
+                if let Some(offset) = elf.vaddr_to_offset(vaddr, size) {
+                    let mut o = fixed(offset, offset.saturating_add(size.max(1)));
+                    o.relocations = is_relocation_tag(u64::from(address_tag));
+                    out.push(o);
+                }
+            }
+        }
+        for x in dynamic.entries() {
+            if is_fixed_address_tag(x.tag) {
+                if let Some(offset) = elf.vaddr_to_offset(x.val, 1) {
+                    let mut o = fixed(offset, offset + 1);
+                    o.relocations = is_relocation_tag(x.tag);
+                    out.push(o);
+                }
+            }
+        }
+    }
+    if let Some(offset) = elf.vaddr_to_offset(elf.header.e_entry, 1) {
+        out.push(fixed(offset, offset + 1));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -389,13 +389,13 @@ mod tests {
     use elfsynth::{AfterPhdrs, Class, Spec};
     use object::elf;
 
-    use super::{Block, Room};
-    use crate::plan::testing::{phdr_table_end, with_edited_planner, with_planner};
+    use super::{find_room, Block, Room};
+    use crate::plan::testing::{phdr_table_end, with_edited_input, with_input};
     use crate::plan::Options;
 
     fn room(spec: &Spec) -> Room {
-        with_planner(spec, &Options::default(), |planner, _| {
-            planner.find_room(None, 1).unwrap()
+        with_input(spec, &Options::default(), |input, _| {
+            find_room(input, None, 1).unwrap()
         })
     }
 
@@ -405,13 +405,13 @@ mod tests {
             pt_null_slots: 2,
             ..Spec::default()
         };
-        with_planner(&spec, &Options::default(), |planner, layout| {
+        with_input(&spec, &Options::default(), |input, layout| {
             let first_null = layout
                 .segments
                 .iter()
                 .position(|s| s.p_type == elf::PT_NULL);
             assert_eq!(
-                planner.find_room(None, 1).unwrap(),
+                find_room(input, None, 1).unwrap(),
                 Room::NullSlot(first_null.unwrap())
             );
             // The first taken, the next one; none for two entries.
@@ -421,11 +421,11 @@ mod tests {
                 .enumerate()
                 .position(|(i, s)| s.p_type == elf::PT_NULL && Some(i) != first_null);
             assert_eq!(
-                planner.find_room(first_null, 1).unwrap(),
+                find_room(input, first_null, 1).unwrap(),
                 Room::NullSlot(second.unwrap())
             );
             assert!(!matches!(
-                planner.find_room(None, 2).unwrap(),
+                find_room(input, None, 2).unwrap(),
                 Room::NullSlot(_)
             ));
         });
@@ -456,8 +456,8 @@ mod tests {
                 with_section_headers,
                 ..Spec::default()
             };
-            with_planner(&spec, &Options::default(), |planner, layout| {
-                let Room::Block(Block { start, end, align }) = planner.find_room(None, 1).unwrap()
+            with_input(&spec, &Options::default(), |input, layout| {
+                let Room::Block(Block { start, end, align }) = find_room(input, None, 1).unwrap()
                 else {
                     panic!("no block moved (section headers: {with_section_headers})");
                 };
@@ -484,8 +484,8 @@ mod tests {
             first_after_phdrs: AfterPhdrs::Dynsym,
             ..Spec::default()
         };
-        with_planner(&spec, &Options::default(), |planner, layout| {
-            let Room::Block(block) = planner.find_room(None, 1).unwrap() else {
+        with_input(&spec, &Options::default(), |input, layout| {
+            let Room::Block(block) = find_room(input, None, 1).unwrap() else {
                 panic!("no block moved");
             };
             let dynsym = layout.section(".dynsym").unwrap();
@@ -576,8 +576,8 @@ mod tests {
             .unwrap()
             .addr;
         let set_entry = |elf: &mut crate::Elf| elf.header.e_entry = interp;
-        with_edited_planner(&spec, &Options::default(), set_entry, |planner, _| {
-            assert_eq!(planner.find_room(None, 1).unwrap(), Room::MoveTable);
+        with_edited_input(&spec, &Options::default(), set_entry, |input, _| {
+            assert_eq!(find_room(input, None, 1).unwrap(), Room::MoveTable);
         });
     }
 }

@@ -13,34 +13,107 @@
 //! which stays), and zeroing it would be a write of the whole table where the edit needs none.
 //! The library writes only what changes.
 
+use object::elf;
+
 use crate::format::{Header, Shdr};
-use crate::plan::builder::Builder;
-use crate::plan::Phase;
+use crate::note;
+use crate::plan::input::Input;
+use crate::plan::note_writes::note_extra_phdrs;
+use crate::plan::placed::Placed;
+use crate::plan::writes::Writes;
+use crate::plan::{Data, Phase};
 
-impl Builder<'_, '_> {
-    /// Whether the appended edit moves the section header table after its segment: the table
-    /// ends the input file.
-    pub(in crate::plan) fn section_table_follows(&self) -> bool {
-        self.planner.elf.section_headers_end_file()
-    }
+/// Whether the appended edit moves the section header table after its segment: the table
+/// ends the input file.
+pub(super) fn section_table_follows(input: &Input<'_>) -> bool {
+    input.elf.section_headers_end_file()
+}
 
-    /// Stages `table` as the section header table at `at` (rounded up to the word size), where
-    /// nothing points yet, and points `header` at it (the commit write switches to it). Returns
-    /// where it ends: the new end of the file.
-    pub(in crate::plan) fn stage_section_table(
-        &mut self,
-        table: &[Shdr],
-        header: &mut Header,
-        at: u64,
-    ) -> u64 {
-        let format = self.planner.format;
-        let table_at = at.next_multiple_of(format.word_size());
-        let bytes: Vec<u8> = table.iter().flat_map(|sh| format.encode_shdr(sh)).collect();
-        let table_end = table_at + bytes.len() as u64;
-        self.push_bytes(table_at, bytes, Phase::Stage, "section header table");
-        header.e_shoff = table_at;
-        table_end
+/// Stages `table` as the section header table at `at` (rounded up to the word size), where
+/// nothing points yet, and points `header` at it (the commit write switches to it). Returns
+/// where it ends: the new end of the file.
+pub(super) fn stage_section_table(
+    input: &Input<'_>,
+    w: &mut Writes<'_>,
+    table: &[Shdr],
+    header: &mut Header,
+    at: u64,
+) -> u64 {
+    let format = input.format;
+    let table_at = at.next_multiple_of(format.word_size());
+    let bytes: Vec<u8> = table.iter().flat_map(|sh| format.encode_shdr(sh)).collect();
+    let table_end = table_at + bytes.len() as u64;
+    w.push_bytes(table_at, bytes, Phase::Stage, "section header table");
+    header.e_shoff = table_at;
+    table_end
+}
+
+/// A note added to a file with usable section headers gets a section `.note.nixos.ldcache`:
+/// a copy of the section name table with the name appended, and a copy of the section header
+/// table (`shdrs`, as the edit leaves them) with the header of the note at `new_note` (offset,
+/// address, size) appended, both staged from
+/// `end` on; `header` points at them. Returns the new end of the file, `None` when no
+/// section is added.
+pub(super) fn add_note_section(
+    input: &Input<'_>,
+    placed: &Placed,
+    w: &mut Writes<'_>,
+    new_note: (u64, u64, u64),
+    header: &mut Header,
+    shdrs: &[Shdr],
+    end: u64,
+) -> Option<u64> {
+    let elf = input.elf;
+    let format = input.format;
+    let shstrndx = usize::from(elf.header.e_shstrndx);
+    let usable = note_extra_phdrs(input, placed) == 1
+        && !elf.sections.is_empty()
+        && !elf.section_headers_unusable()
+        && usize::from(elf.header.e_shentsize) == format.shdr_size()
+        && shstrndx > 0
+        && shstrndx < elf.sections.len()
+        && elf.sections.len() + 1 < usize::from(elf::SHN_LORESERVE)
+        && elf.sections[shstrndx].shdr.sh_type == elf::SHT_STRTAB;
+    if !usable {
+        return None;
     }
+    let old_names = elf.sections[shstrndx].shdr;
+    let mut name = note::SECTION_NAME.to_vec();
+    name.push(0);
+    let names_at = end;
+    w.push(
+        names_at,
+        Data::Copy(old_names.sh_offset),
+        old_names.sh_size,
+        Phase::Stage,
+        "section names",
+    );
+    let name_at = names_at + old_names.sh_size;
+    w.push_bytes(name_at, name.clone(), Phase::Stage, "section name");
+    let mut table = shdrs.to_vec();
+    table[shstrndx].sh_offset = names_at;
+    table[shstrndx].sh_size = old_names.sh_size + name.len() as u64;
+    let (offset, vaddr, size) = new_note;
+    table.push(Shdr {
+        sh_name: old_names.sh_size as u32,
+        sh_type: elf::SHT_NOTE,
+        sh_flags: u64::from(elf::SHF_ALLOC),
+        sh_addr: vaddr,
+        sh_offset: offset,
+        sh_size: size,
+        sh_link: 0,
+        sh_info: 0,
+        sh_addralign: note::NOTE_ALIGN,
+        sh_entsize: 0,
+    });
+    header.e_shnum = table.len() as u16;
+    Some(stage_section_table(
+        input,
+        w,
+        &table,
+        header,
+        name_at + name.len() as u64,
+    ))
 }
 
 #[cfg(test)]

@@ -29,12 +29,9 @@
 use object::elf;
 
 use super::room::{Block, Occupant};
-use super::site::ItemKind;
-use super::AppendedSegment;
-use crate::format::Dyn;
-use crate::plan::builder::Builder;
-use crate::plan::contents::{diff_span, encode_dynamic, NewStrings};
-use crate::plan::{Phase, Planner};
+use crate::plan::appended::room::occupants;
+use crate::plan::appended::site::extendable_tail;
+use crate::plan::input::Input;
 
 /// How the string table grows where it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,225 +77,166 @@ impl TailRoom {
     }
 }
 
-impl Planner<'_> {
-    /// Room for `need` more bytes after the string table, if the table can grow where it is.
-    pub(in crate::plan) fn tail_room(&self, need: u64) -> Option<TailRoom> {
-        let elf = self.elf;
-        let strtab = elf.strtab.as_ref()?;
-        if need == 0 || strtab.section.is_none() || elf.section_headers_unusable() {
+/// Room for `need` more bytes after the string table, if the table can grow where it is.
+pub(in crate::plan) fn tail_room(input: &Input<'_>, need: u64) -> Option<TailRoom> {
+    let elf = input.elf;
+    let strtab = elf.strtab.as_ref()?;
+    if need == 0 || strtab.section.is_none() || elf.section_headers_unusable() {
+        return None;
+    }
+    let len = strtab.size;
+    let start = strtab.offset.checked_add(len)?;
+    let load = elf
+        .phdrs
+        .iter()
+        .position(|p| p.p_type == elf::PT_LOAD && p.contains_offset(strtab.offset, len.max(1)))?;
+    let strings_end = start.checked_add(need)?;
+    let ways = in_the_way(input, start, strings_end)?;
+    let p = &elf.phdrs[load];
+    let unbounded = extendable_tail(input).is_some_and(|(i, _)| i == load);
+    // What the loader maps of this load without a new page: its file part and its page's tail.
+    let mapped_end = p.offset_end() + elf.mapped_tail(p);
+    let room_end = strings_end.max(ways.block.map_or(0, |b| b.end));
+    if room_end > p.offset_end() && !unbounded && room_end > mapped_end {
+        return None;
+    }
+    if room_end > p.offset_end() && p.p_filesz != p.p_memsz {
+        return None;
+    }
+    let mut room = TailRoom {
+        load,
+        start,
+        need,
+        block: ways.block,
+        home: None,
+        dynamic_in_way: ways.dynamic,
+        section_table_in_way: ways.section_table,
+        unbounded,
+    };
+    if room.section_table_in_way && !elf.section_headers_end_file() {
+        return None;
+    }
+    if let Some(block) = room.block {
+        room.home = tail_home(
+            input,
+            block,
+            room_end,
+            if unbounded { None } else { Some(mapped_end) },
+        );
+        // Tables that leave for the appended segment add their size to the file, a copy of
+        // the string table its size and the strings: the smaller goes (a library's few
+        // hundred bytes of strings before a 150 KB relocation table are copied).
+        if room.home.is_none() && block.end - block.start > len + need {
             return None;
         }
-        let len = strtab.size;
-        let start = strtab.offset.checked_add(len)?;
-        let load = elf.phdrs.iter().position(|p| {
-            p.p_type == elf::PT_LOAD && p.contains_offset(strtab.offset, len.max(1))
-        })?;
-        let strings_end = start.checked_add(need)?;
-        let ways = self.in_the_way(start, strings_end)?;
-        let p = &elf.phdrs[load];
-        let unbounded = self.extendable_tail().is_some_and(|(i, _)| i == load);
-        // What the loader maps of this load without a new page: its file part and its page's tail.
-        let mapped_end = p.offset_end() + elf.mapped_tail(p);
-        let room_end = strings_end.max(ways.block.map_or(0, |b| b.end));
-        if room_end > p.offset_end() && !unbounded && room_end > mapped_end {
-            return None;
-        }
-        if room_end > p.offset_end() && p.p_filesz != p.p_memsz {
-            return None;
-        }
-        let mut room = TailRoom {
-            load,
-            start,
-            need,
-            block: ways.block,
-            home: None,
-            dynamic_in_way: ways.dynamic,
-            section_table_in_way: ways.section_table,
-            unbounded,
-        };
-        if room.section_table_in_way && !elf.section_headers_end_file() {
-            return None;
-        }
-        if let Some(block) = room.block {
-            room.home = self.tail_home(
-                block,
-                room_end,
-                if unbounded { None } else { Some(mapped_end) },
-            );
-            // Tables that leave for the appended segment add their size to the file, a copy of
-            // the string table its size and the strings: the smaller goes (a library's few
-            // hundred bytes of strings before a 150 KB relocation table are copied).
-            if room.home.is_none() && block.end - block.start > len + need {
+    }
+    Some(room)
+}
+
+/// What lies in `[start, end)` after the string table: the tables that must move (a block
+/// from `start`, taking in whole every table it touches), and whether the dynamic array or
+/// the section header table is there. `None` when something that cannot move is.
+fn in_the_way(input: &Input<'_>, start: u64, end: u64) -> Option<Ways> {
+    let elf = input.elf;
+    let occupants = occupants(input);
+    let dynamic = elf.dynamic.as_ref().map(|d| {
+        let size = (d.capacity() * input.format.dyn_size()) as u64;
+        (d.offset, d.offset + size)
+    });
+    let shdrs = elf.section_table_end().map(|e| (elf.header.e_shoff, e));
+    let inside = |o: &Occupant, r: Option<(u64, u64)>| {
+        r.is_some_and(|(lo, hi)| o.start >= lo && o.end <= hi)
+    };
+    let mut ways = Ways::default();
+    let mut block_end = start;
+    let mut align = 1;
+    // The block's extent grows with each table it takes in; what overlaps it must join too.
+    loop {
+        let mut grew = false;
+        for o in &occupants {
+            let reach = end.max(block_end);
+            if o.end <= start || o.start >= reach || o.end == o.start {
+                continue;
+            }
+            if o.start < start {
+                // Something spans the table's end: it cannot be told apart from the table.
+                return None;
+            }
+            if inside(o, dynamic) {
+                ways.dynamic = true;
+            } else if inside(o, shdrs) {
+                ways.section_table = true;
+            } else if o.movable || o.relocations {
+                if o.end > block_end {
+                    block_end = o.end;
+                    grew = true;
+                }
+                align = align.max(o.align);
+            } else {
                 return None;
             }
         }
-        Some(room)
+        if !grew {
+            break;
+        }
     }
-
-    /// What lies in `[start, end)` after the string table: the tables that must move (a block
-    /// from `start`, taking in whole every table it touches), and whether the dynamic array or
-    /// the section header table is there. `None` when something that cannot move is.
-    fn in_the_way(&self, start: u64, end: u64) -> Option<Ways> {
-        let elf = self.elf;
-        let occupants = self.occupants();
-        let dynamic = elf.dynamic.as_ref().map(|d| {
-            let size = (d.capacity() * self.format.dyn_size()) as u64;
-            (d.offset, d.offset + size)
+    // The block is copied whole: the array and the table, which move on their own, must lie
+    // past it.
+    let past_block = |r: Option<(u64, u64)>| r.is_none_or(|(lo, _)| lo >= block_end);
+    if (ways.dynamic && !past_block(dynamic)) || (ways.section_table && !past_block(shdrs)) {
+        return None;
+    }
+    if block_end > start {
+        ways.block = Some(Block {
+            start,
+            end: block_end,
+            align: align.min(4096),
         });
-        let shdrs = elf.section_table_end().map(|e| (elf.header.e_shoff, e));
-        let inside = |o: &Occupant, r: Option<(u64, u64)>| {
-            r.is_some_and(|(lo, hi)| o.start >= lo && o.end <= hi)
-        };
-        let mut ways = Ways::default();
-        let mut block_end = start;
-        let mut align = 1;
-        // The block's extent grows with each table it takes in; what overlaps it must join too.
-        loop {
-            let mut grew = false;
-            for o in &occupants {
-                let reach = end.max(block_end);
-                if o.end <= start || o.start >= reach || o.end == o.start {
-                    continue;
-                }
-                if o.start < start {
-                    // Something spans the table's end: it cannot be told apart from the table.
-                    return None;
-                }
-                if inside(o, dynamic) {
-                    ways.dynamic = true;
-                } else if inside(o, shdrs) {
-                    ways.section_table = true;
-                } else if o.movable || o.relocations {
-                    if o.end > block_end {
-                        block_end = o.end;
-                        grew = true;
-                    }
-                    align = align.max(o.align);
-                } else {
-                    return None;
-                }
-            }
-            if !grew {
-                break;
-            }
-        }
-        // The block is copied whole: the array and the table, which move on their own, must lie
-        // past it.
-        let past_block = |r: Option<(u64, u64)>| r.is_none_or(|(lo, _)| lo >= block_end);
-        if (ways.dynamic && !past_block(dynamic)) || (ways.section_table && !past_block(shdrs)) {
-            return None;
-        }
-        if block_end > start {
-            ways.block = Some(Block {
-                start,
-                end: block_end,
-                align: align.min(4096),
-            });
-        }
-        Some(ways)
     }
-
-    /// Where `block` can go in the tail of its own load: past `from` (the block and the
-    /// strings), congruent with where it was, and before `limit` (the end of what the loader
-    /// maps there) and anything described there. As high as it fits, so that the room it leaves
-    /// after the strings takes the next edit's. Past the end of a load that ends the file
-    /// (`limit` `None`) it goes right after the strings, when nothing is there.
-    fn tail_home(&self, block: Block, from: u64, limit: Option<u64>) -> Option<u64> {
-        let align = block.align.max(1);
-        let size = block.end - block.start;
-        let congruent = |at: u64| {
-            let delta = (block.start % align + align - at % align) % align;
-            at + delta
-        };
-        let occupants = self.occupants();
-        let Some(limit) = limit else {
-            let at = congruent(from);
-            let clear = occupants
-                .iter()
-                .all(|o| o.end <= from || o.start >= at + size || o.end == o.start);
-            return clear.then_some(at);
-        };
-        // The first thing described at or after `from` ends the room; one across it leaves none.
-        if occupants.iter().any(|o| o.start < from && o.end > from) {
-            return None;
-        }
-        let free_end = occupants
-            .iter()
-            .filter(|o| o.start >= from && o.end > o.start)
-            .map(|o| o.start)
-            .min()
-            .unwrap_or(limit)
-            .min(limit);
-        let top = free_end.checked_sub(size)?;
-        // The highest offset at or below `top` congruent with the block's start.
-        let at = top - (top % align + align - block.start % align) % align;
-        (at >= from).then_some(at)
-    }
+    Some(ways)
 }
 
-/// What is in the way of the strings (see [`Planner::in_the_way`]).
+/// Where `block` can go in the tail of its own load: past `from` (the block and the
+/// strings), congruent with where it was, and before `limit` (the end of what the loader
+/// maps there) and anything described there. As high as it fits, so that the room it leaves
+/// after the strings takes the next edit's. Past the end of a load that ends the file
+/// (`limit` `None`) it goes right after the strings, when nothing is there.
+fn tail_home(input: &Input<'_>, block: Block, from: u64, limit: Option<u64>) -> Option<u64> {
+    let align = block.align.max(1);
+    let size = block.end - block.start;
+    let congruent = |at: u64| {
+        let delta = (block.start % align + align - at % align) % align;
+        at + delta
+    };
+    let occupants = occupants(input);
+    let Some(limit) = limit else {
+        let at = congruent(from);
+        let clear = occupants
+            .iter()
+            .all(|o| o.end <= from || o.start >= at + size || o.end == o.start);
+        return clear.then_some(at);
+    };
+    // The first thing described at or after `from` ends the room; one across it leaves none.
+    if occupants.iter().any(|o| o.start < from && o.end > from) {
+        return None;
+    }
+    let free_end = occupants
+        .iter()
+        .filter(|o| o.start >= from && o.end > o.start)
+        .map(|o| o.start)
+        .min()
+        .unwrap_or(limit)
+        .min(limit);
+    let top = free_end.checked_sub(size)?;
+    // The highest offset at or below `top` congruent with the block's start.
+    let at = top - (top % align + align - block.start % align) % align;
+    (at >= from).then_some(at)
+}
+
+/// What is in the way of the strings (see [`in_the_way`]).
 #[derive(Default)]
 struct Ways {
     block: Option<Block>,
     dynamic: bool,
     section_table: bool,
-}
-
-impl Builder<'_, '_> {
-    /// The writes after the headers switched, when the string table grows where it is: the
-    /// dynamic array in place switches to what it names first (the interim array, or the final
-    /// one when the strings are staged); then, when the strings' room was in use, the strings go
-    /// over it and one last write of the array switches to them. Each write leaves the old file
-    /// or the new one: the interim array names the old strings, and the tables it points at are
-    /// copies staged before.
-    pub(super) fn grow_commit(
-        &mut self,
-        segment: &AppendedSegment,
-        tail: TailRoom,
-        strings: &NewStrings,
-        interim: Option<&[Dyn]>,
-        final_dynamic: &[Dyn],
-    ) {
-        let elf = self.planner.elf;
-        let format = self.planner.format;
-        let first = interim.unwrap_or(final_dynamic);
-        let array = elf
-            .dynamic
-            .as_ref()
-            .map(|d| match segment.item(ItemKind::Dynamic) {
-                // Staged already with what it names first.
-                Some(item) => {
-                    let capacity = segment.selection.dynamic_capacity;
-                    (
-                        item.offset,
-                        capacity,
-                        encode_dynamic(format, first, capacity),
-                    )
-                }
-                None => {
-                    let capacity = d.capacity();
-                    let old = encode_dynamic(format, &d.slots, capacity);
-                    let new = encode_dynamic(format, first, capacity);
-                    self.dynamic_diff(d.offset, &old, &new);
-                    (d.offset, capacity, new)
-                }
-            });
-        if !tail.strings_after_switch() {
-            return;
-        }
-        let bytes = strings.alloc.appended.clone();
-        self.push_bytes(tail.start, bytes, Phase::Commit, "new strings");
-        if let Some((offset, capacity, current)) = array {
-            let last = encode_dynamic(format, final_dynamic, capacity);
-            self.dynamic_diff(offset, &current, &last);
-        }
-    }
-
-    /// One write of the bytes of the dynamic array at `offset` that differ from `old` to `new`.
-    pub(super) fn dynamic_diff(&mut self, offset: u64, old: &[u8], new: &[u8]) {
-        if let Some((lo, hi)) = diff_span(old, new) {
-            let bytes = new[lo..hi].to_vec();
-            self.push_bytes(offset + lo as u64, bytes, Phase::Commit, "dynamic entries");
-        }
-    }
 }

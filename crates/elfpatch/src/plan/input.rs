@@ -1,5 +1,9 @@
-//! The checks that come before any planning: editing assumes the loader's view of the file is
-//! sane, and a file that is not is refused here, before anything is decided about it.
+//! The first stage of planning: the input. The parsed file, the tables that refer to its
+//! strings, the string table itself and the options, checked before anything is decided about
+//! them; the later stages (`desired.rs`, `placed.rs`, the strategies) are functions of it.
+//!
+//! The checks come before any planning: editing assumes the loader's view of the file is sane,
+//! and a file that is not is refused here.
 //!
 //! - the section header table fits in the file (a file cut short is refused whole:
 //!   `Elf::check_section_table`);
@@ -13,15 +17,45 @@
 
 use object::elf;
 
+use super::dynstr::Dynstr;
 use super::tags::UNIQUE_TAGS;
-use super::Planner;
+use super::Options;
 use crate::error::{Error, Result};
-use crate::read::Elf;
-use crate::refs::Region;
+use crate::format::{Dyn, Format};
+use crate::read::{is_string_tag, Elf};
+use crate::refs::{Region, Tables, VerneedEntry};
 
-impl Planner<'_> {
+/// The input of one plan: the parsed file, the tables that refer to its strings, the string
+/// table itself, the options.
+pub(super) struct Input<'a> {
+    pub(super) elf: &'a Elf,
+    pub(super) tables: &'a Tables,
+    pub(super) dynstr: &'a Dynstr<'a>,
+    pub(super) opts: &'a Options,
+    pub(super) format: Format,
+}
+
+impl<'a> Input<'a> {
+    /// The input, once it passed the checks.
+    pub(super) fn new(
+        elf: &'a Elf,
+        tables: &'a Tables,
+        dynstr: &'a Dynstr<'a>,
+        opts: &'a Options,
+    ) -> Result<Self> {
+        let input = Input {
+            elf,
+            tables,
+            dynstr,
+            opts,
+            format: elf.format,
+        };
+        input.preflight()?;
+        Ok(input)
+    }
+
     /// Runs every check, in this order (the first failure is the error).
-    pub(super) fn preflight(&self) -> Result<()> {
+    fn preflight(&self) -> Result<()> {
         self.elf.check_section_table()?;
         check_sections(self.elf)?;
         check_segments(self.elf)?;
@@ -59,6 +93,72 @@ impl Planner<'_> {
             ));
         }
         Ok(())
+    }
+    /// The tables `.dynamic` points to, with their extents.
+    pub(super) fn dynamic_regions(&self) -> Vec<Region> {
+        let mut out = Vec::new();
+        if let Some(strtab) = &self.elf.strtab {
+            out.push(Region {
+                offset: strtab.offset,
+                vaddr: strtab.vaddr,
+                size: strtab.size,
+            });
+        }
+        let tables = self.tables;
+        out.extend(tables.dynsym.as_ref().map(|s| s.region));
+        out.extend(tables.hash);
+        out.extend(tables.gnu_hash);
+        out.extend(tables.versym.as_ref().map(|(r, _)| *r));
+        out.extend(tables.verneed.as_ref().map(|(r, _)| *r));
+        out.extend(tables.verdef.as_ref().map(|(r, _)| *r));
+        out
+    }
+
+    pub(super) fn verneed_records(&self) -> &'a [VerneedEntry] {
+        self.tables
+            .verneed
+            .as_ref()
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// The string at `offset` of the original string table (empty when there is none).
+    pub(super) fn string(&self, offset: u64) -> &'a [u8] {
+        self.dynstr.string(offset).unwrap_or(b"")
+    }
+
+    pub(super) fn original_entry(&self, i: usize) -> Dyn {
+        self.elf
+            .dynamic
+            .as_ref()
+            .map(|d| d.entries()[i])
+            .unwrap_or(Dyn { tag: 0, val: 0 })
+    }
+
+    /// The tag of entry `i` of the original array.
+    pub(super) fn original_tag(&self, i: usize) -> u64 {
+        self.original_entry(i).tag
+    }
+
+    /// The value of entry `i` of the original array.
+    pub(super) fn original_value(&self, i: usize) -> u64 {
+        self.original_entry(i).val
+    }
+
+    pub(super) fn original_string(&self, i: usize) -> Vec<u8> {
+        if is_string_tag(self.original_tag(i)) {
+            self.string(self.original_value(i)).to_vec()
+        } else {
+            Vec::new()
+        }
+    }
+
+    pub(super) fn dynsym_names(&self) -> &'a [u32] {
+        self.tables
+            .dynsym
+            .as_ref()
+            .map(|s| s.names.as_slice())
+            .unwrap_or(&[])
     }
 }
 
