@@ -185,7 +185,7 @@ fn plan_on(b: &[u8], edits: &[Edit]) -> elfpatch::Result<elfpatch::Plan> {
     elfpatch::plan(&e, &t, edits, &Options::default())
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `max_load_align`): `next_power_of_two` of a `p_align` above 2^63
+/// FOUND BY FUZZING, fixed (the planner, `max_load_align`): `next_power_of_two` of a `p_align` above 2^63
 /// overflows (debug: panic), and in release returns 0, after which `choose_layout` computes
 /// `offset % align`: "attempt to calculate the remainder with a divisor of zero". So the release
 /// CLI panics too on `elfpatch --set-rpath <long> FILE` for such a file. Fuzz input:
@@ -209,7 +209,7 @@ fn huge_p_align_is_refused_not_a_panic() {
     strict("load-align-overflow");
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `occupants`): `end: sh.sh_offset + sh.sh_size` for every section
+/// FOUND BY FUZZING, fixed (the planner, `occupants`): `end: sh.sh_offset + sh.sh_size` for every section
 /// with file bytes, unchecked; a section whose file range wraps (`.comment` at offset
 /// 0xffff_ffff_ffff_fff0 here) panics with overflow checks (debug builds, `cargo test`) when a
 /// growing edit needs a new `PT_LOAD`, and wraps silently in release. Fuzz input:
@@ -228,7 +228,7 @@ fn wrapping_section_range_is_not_a_panic() {
     strict("plan-section-offset-overflow");
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (validate.rs, overlap scan of allocated sections): `sh_addr + sh_size` unchecked; an
+/// FOUND BY FUZZING, fixed (validate.rs, overlap scan of allocated sections): `sh_addr + sh_size` unchecked; an
 /// allocated section whose address range wraps makes `validate::check` panic with overflow checks
 /// on. Fuzz input: regressions/parse/validate-section-end-overflow.
 #[test]
@@ -245,7 +245,7 @@ fn validate_survives_a_wrapping_section_address() {
     );
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan/build.rs, symbol fixups; `Plan::apply_to_vec`): the plan takes `.symtab`'s extent from
+/// FOUND BY FUZZING, fixed (the planner, symbol fixups; `Plan::apply_to_vec`): the plan takes `.symtab`'s extent from
 /// its section header without checking it against the file; `apply_to_vec` then slices out of
 /// bounds and panics. On disk the applier's read fails and it rolls back (checked below), but the
 /// plan should have been refused (or the fixup skipped). Fuzz input:
@@ -284,7 +284,7 @@ fn symbol_table_outside_the_file_leaves_the_file_unchanged_on_disk() {
     }
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (refs.rs, `read_verneed`): elfpatch reads `DT_VERNEEDNUM` records (0 when the tag is
+/// FOUND BY FUZZING, fixed (refs.rs, `read_verneed`): elfpatch reads `DT_VERNEEDNUM` records (0 when the tag is
 /// absent) while glibc (`_dl_check_map_versions`) follows `vn_next` until it is 0. Version names
 /// past the count are then not known to be referenced: when one shares bytes with a string the
 /// edit replaces (linker tail merging), those bytes are reused or zeroed, and the loader then asks
@@ -381,7 +381,7 @@ fn loader_version_needs(b: &[u8]) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (refs.rs, symbol count): `.dynsym`'s count comes from its section header when there is
+/// FOUND BY FUZZING, fixed (refs.rs, symbol count): `.dynsym`'s count comes from its section header when there is
 /// one, while the hash table (which the loader uses) covers more symbols; names of the symbols past
 /// the section's count are not protected. Fuzz input: regressions/plan_apply/dynsym-count-disagrees.
 #[test]
@@ -389,7 +389,7 @@ fn dynsym_count_from_the_section_and_the_hash_table_agree() {
     strict("dynsym-count-disagrees");
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `find_room`/`occupants`): with section headers present only sections count
+/// FOUND BY FUZZING, fixed (the planner, `find_room`/`occupants`): with section headers present only sections count
 /// as occupants after the program header table; `DT_HASH` here lies in bytes no section describes,
 /// is taken for slack and overwritten by the grown program header table (the oracle then reads
 /// nchain 0). Fuzz input: regressions/plan_apply/room-ignores-dynamic-tables.
@@ -398,7 +398,7 @@ fn grown_phdr_table_does_not_overwrite_dynamic_tables() {
     strict("room-ignores-dynamic-tables");
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `max_load_align` with `Options::page_size`): a page size above every
+/// FOUND BY FUZZING, fixed (the planner, `max_load_align` with `Options::page_size`): a page size above every
 /// existing `p_align` (here 32 KiB on a 4 KiB file) becomes the new `PT_LOAD`'s `p_align`, and the
 /// existing segments are then not congruent modulo the file's largest `p_align`, which the oracle
 /// (pitfall 2, glibc < 2.35) rejects. Fuzz input: regressions/plan_apply/page-size-above-existing-align.
@@ -424,7 +424,7 @@ fn page_size_above_existing_alignment_keeps_congruence() {
     strict("page-size-above-existing-align");
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan/layout.rs, `choose_layout`): the new segment's base is
+/// FOUND BY FUZZING, fixed (the planner, `choose_layout`): the new segment's base is
 /// `align_up(top + reach, align) + align` with only `top + reach` checked. A `PT_LOAD` with
 /// `p_align` 2^63 (or an image near the top of the address space) overflows: a panic with overflow
 /// checks, and in release a wrapped, low base, so the new `PT_LOAD` lands below the others ("PT_LOAD
@@ -449,7 +449,7 @@ fn new_segment_base_does_not_wrap() {
     strict("new-segment-base-overflow");
 }
 
-/// FOUND BY FUZZING, fixed in 3226a7d (plan: relocating non-`PT_LOAD` segments): a `PT_INTERP` with a garbage `p_memsz` that the
+/// FOUND BY FUZZING, fixed (plan: relocating non-`PT_LOAD` segments): a `PT_INTERP` with a garbage `p_memsz` that the
 /// parser accepts (its end still fits in 64 bits) is moved up by a growing edit; afterwards its
 /// `p_vaddr + p_memsz` wraps and elfpatch refuses to read its own output ("segment 1 wraps the
 /// address space"). The planner should refuse such input or check what it writes. Fuzz input:
@@ -488,7 +488,7 @@ fn moved_block_keeps_section_alignment() {
     strict("block-align-not-power-of-two");
 }
 
-/// FOUND BY FUZZING, fixed in the commit that added this test (plan/build.rs `symbol_fixups`,
+/// FOUND BY FUZZING, fixed (the planner `symbol_fixups`,
 /// `Plan::apply_to_vec`): a `.symtab` of size 0 with a garbage offset became a symbol fixup (no
 /// one checks where an empty section lies), and `apply_to_vec` sliced from that offset: a panic
 /// ("range start index ... out of range"). Empty tables have nothing to fix now, and a table
@@ -498,7 +498,7 @@ fn an_empty_symbol_table_with_a_garbage_offset_is_not_a_fixup() {
     strict("empty-symbol-table-fixup");
 }
 
-/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`): a
+/// FOUND BY FUZZING, fixed (plan/input.rs `Input::new`): a
 /// second `DT_STRTAB` (value 1) before the real one; elfpatch took the first, so the "string
 /// table" covered the ELF header, and a growing edit zeroed it as dead bytes once the table
 /// moved: the CLI reported success and left a file starting `7f 00 00 00`. Tags naming one table
@@ -542,8 +542,8 @@ fn inactive_or_absent_section_headers_do_not_count() {
     strict("shoff-zero-with-sections");
 }
 
-/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`,
-/// plan/build.rs `finish`): `PT_INTERP` at file offset 0, so the "interpreter path" was the ELF
+/// FOUND BY FUZZING, fixed (plan/input.rs `Input::new`,
+/// the planner `finish`): `PT_INTERP` at file offset 0, so the "interpreter path" was the ELF
 /// header; a longer interpreter moved it and zeroed the old bytes: the file started with four zero
 /// bytes. The interpreter path, the dynamic array and the dynamic tables must not overlap the
 /// headers or each other now, and a plan that would write anything but the header over the ELF
@@ -558,7 +558,7 @@ fn an_interpreter_path_over_the_elf_header_is_refused() {
     assert!(err.contains("overlaps the ELF header"), "{err}");
 }
 
-/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`):
+/// FOUND BY FUZZING, fixed (plan/input.rs `Input::new`):
 /// `DT_SYMENT` 4351 in a shared library; glibc asserts `DT_SYMENT == sizeof (Sym)`, and other
 /// readers took one 4351-byte "symbol" at `DT_SYMTAB`, which after the table moved to the end of
 /// the file ran past it. A symbol entry size other than the class's is refused now. Fuzz input:
@@ -585,7 +585,7 @@ fn an_unmovable_section_inside_the_moved_block_keeps_it_in_place() {
     strict("unmovable-section-inside-moved-block");
 }
 
-/// FOUND BY FUZZING, fixed in the commit that added this test (plan/mod.rs `Planner::new`): two
+/// FOUND BY FUZZING, fixed (plan/input.rs `Input::new`): two
 /// `PT_PHDR`s, one with a garbage offset and size 0. A growing edit gives every `PT_PHDR` the new
 /// table's size, so the garbage one came to claim 0x268 bytes far past the end of the file. The
 /// gABI allows one `PT_PHDR`; a file with more is refused. Fuzz input: two-phdr-segments.
@@ -597,7 +597,7 @@ fn two_program_header_segments_are_refused() {
 }
 
 /// FOUND BY FUZZING (CI-length run from fresh seeds), fixed in the commit that added this test
-/// (plan/build.rs, moved sections): an empty `.dynsym` right after the notes, in the block moved
+/// (the planner, moved sections): an empty `.dynsym` right after the notes, in the block moved
 /// out of the way of the grown program header table. `DT_SYMTAB` was rebased with the block, but
 /// only sections with bytes followed it, so the empty section kept its old address and the
 /// section headers no longer described `DT_SYMTAB`. Fuzz input: empty-section-in-moved-block.
@@ -637,7 +637,7 @@ fn an_empty_section_in_the_moved_block_moves_with_it() {
 }
 
 /// FOUND BY FUZZING (CI's 60-second run; the input was not kept), fixed in the commit that added
-/// this test (read.rs, `read_strtab`): the section of `DT_STRTAB` was the first allocated string
+/// this test (read/, `read_strtab`): the section of `DT_STRTAB` was the first allocated string
 /// table at its address, while the gABI names it through `.dynamic`'s `sh_link`. With another
 /// section claiming the same address first, a growing edit moved that one's header and left
 /// `.dynstr` describing the old, zeroed bytes.
