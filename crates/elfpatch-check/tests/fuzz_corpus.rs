@@ -574,7 +574,7 @@ fn a_garbage_symbol_entry_size_is_refused() {
 }
 
 /// FOUND BY FUZZING in CI's 60-second run, fixed in the commit that added this test
-/// (plan/layout.rs `find_room`): a section of garbage type over the bytes of a note, starting where
+/// (the planner, `find_room`): a section of garbage type over the bytes of a note, starting where
 /// the movable `PT_NOTE` does. The run of movable things freeing room for the grown program header
 /// table stopped at the note, and only occupants reaching past the block were checked, so the
 /// unmovable section inside it stayed behind, overlapping the grown table. Every occupant that
