@@ -1,4 +1,4 @@
-# Issue 14 at mock level, built for real in the local store (tests/nix/consumers.sh runs it, in
+# At mock level, built for real in the local store (tests/nix/consumers.sh runs it, in
 # Nix's sandbox): the consumers of a package that stubstripHook fixed.
 #   A  a CUDA package holding NVIDIA's stub libcuda (a stand-in): `single`, one output with
 #      libcudart.so.12 in lib/ and the stub in lib/stubs (cuda_cudart in nixpkgs since CUDA 12.9),

@@ -324,7 +324,7 @@ else
     fail "negative: without the overlay the consumer's installCheck fails" "$(tail -3 "$work/err")"
 fi
 
-# Issue 14: the consumers of a fixed package (./consumers.sh, ./consumers.nix), in the sandbox.
+# The consumers of a fixed package (./consumers.sh, ./consumers.nix), in the sandbox.
 # shellcheck source=tests/nix/consumers.sh
 . "$here/consumers.sh"
 consumerTests

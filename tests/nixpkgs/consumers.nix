@@ -1,4 +1,4 @@
-# Issue 14 with nixpkgs' own machinery (./run.sh, part `consumers`): the consumers of a package
+# With nixpkgs' own machinery (./run.sh, part `consumers`): the consumers of a package
 # that the hook fixed, built with checks on in Nix's sandbox, where no driver is.
 #   A  buildRedist's real cuda_cudart from ./builds.nix (fake sources; single output, the stub in
 #      out/lib/stubs), which propagates our hook.

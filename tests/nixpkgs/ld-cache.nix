@@ -1,4 +1,4 @@
-# The ld-cache part of ./run.sh (issue 18 item 2, ./README.md "The ld-cache part"): consumers of
+# The ld-cache part of ./run.sh (./README.md "The ld-cache part"): consumers of
 # ./builds.nix with a resolution-cache step like nixpkgs PR #535735's `generate-ld-cache` hook
 # (./ld-cache/generate-ld-cache.sh, patchelf 0.19.3's --build-resolution-cache) in their
 # nativeBuildInputs, its step running after stubstrip's ("after") or before it ("first").

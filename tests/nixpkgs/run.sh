@@ -307,7 +307,7 @@ else
     fail "without nix/upstream the C consumer's installCheck fails" "$(grep -m3 -i error "$work/negative.err")"
 fi
 
-# Issue 14: the consumers of a package the hook fixed (./consumers.nix), in Nix's sandbox.
+# The consumers of a package the hook fixed (./consumers.nix), in Nix's sandbox.
 # shellcheck source=tests/nixpkgs/consumers.sh
 . "$here/consumers.sh"
 consumerTests

@@ -394,7 +394,7 @@ def report(part, recs, log, show):
     grown = [r for r in recs if "growth" in r]
     if grown:
         log("")
-        log("bytes added where both succeed (issue 28; reported, not judged):")
+        log("bytes added where both succeed (reported, not judged):")
         log("%-24s%10s%16s%14s%16s%14s%10s" % ("", "edits", "patchelf total", "largest",
                                               "elfpatch total", "largest", "more"))
         for what in [w for w in per if any(r["what"] == w for r in grown)] + ["total"]:
