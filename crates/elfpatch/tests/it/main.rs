@@ -1,7 +1,6 @@
 //! elfpatch's integration tests, one test binary: each module was a `tests/NAME.rs` of its own,
-//! and as one crate they link elfpatch and its dependencies once rather than once per file (the
-//! release profile's LTO made each link slow). One file's tests: `cargo test -p elfpatch --test it
-//! NAME::`.
+//! and as one crate they link elfpatch and its dependencies once rather than once per file, and
+//! compile `common` once. One file's tests: `cargo test -p elfpatch --test it NAME::`.
 //!
 //! proptest keeps the seeds of failures it found in `tests/proptest-regressions/NAME.txt`: it
 //! looks beside the directory holding `main.rs`, not beside the module's file.

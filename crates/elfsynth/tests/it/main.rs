@@ -1,7 +1,6 @@
 //! elfsynth's integration tests, one test binary: each module was a `tests/NAME.rs` of its own,
-//! and as one crate they link elfsynth and its dependencies once rather than once per file (the
-//! release profile's LTO made each link slow). One file's tests: `cargo test -p elfsynth --test it
-//! NAME::`.
+//! and as one crate they link elfsynth and its dependencies once rather than once per file, and
+//! compile `common` once. One file's tests: `cargo test -p elfsynth --test it NAME::`.
 
 mod common;
 
