@@ -937,7 +937,7 @@ fn a_symlink_out_of_the_tree_is_refused_and_its_target_untouched() {
         .unwrap()
         .file_type()
         .is_symlink());
-    // The CLI, like patchelf, follows a symlink its user names (tests/paths.rs): that is the
+    // The CLI, like patchelf, follows a symlink its user names (tests/it/paths.rs): that is the
     // caller's choice of file, not a walk leaving its tree.
 }
 

@@ -580,7 +580,7 @@ fn output_option_leaves_the_input_untouched() {
 #[test]
 fn a_symlink_named_on_the_command_line_is_followed_and_kept() {
     // As patchelf: the target is edited, the link stays (the library's own opens still refuse a
-    // symlink: tests/fault_injection.rs, tests/paths.rs).
+    // symlink: tests/it/fault_injection.rs, tests/it/paths.rs).
     let tc = &toolchains()[0];
     let b = build(tc, &[]);
     let sl = b.fx.path("prog.sym");
