@@ -196,7 +196,7 @@ suite_maturin() { tests/maturin/run.sh; }
 # maturin's repair on elfpatch in-process (integrations/maturin/README.md): building maturin takes
 # longer than CI has, so the run is recorded there; here the patches must still apply to the
 # crates.io release and the script must lint. The library calls the patch makes are tested by
-# crates/elfpatch/tests/maturin_repair.rs (suite rust).
+# crates/elfpatch/tests/it/maturin_repair.rs (suite rust).
 suite_integrations() { shellcheck -x integrations/maturin/run.sh && APPLY_ONLY=1 VARIANTS="elfpatch arwen" integrations/maturin/run.sh; }
 # The manual pages and completions the packages install: each page renders, each script parses.
 suite_manpages() { tests/manpages/run.sh; }

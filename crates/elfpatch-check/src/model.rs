@@ -1,7 +1,7 @@
 //! The reference model: what each [`elfpatch::Edit`] should do, by its documentation, to what the
 //! loader reads (the `DT_NEEDED` list, the run paths, the soname, the interpreter, the files
 //! version requirements name) and to the header and flags. The fuzz checks and elfpatch's property
-//! tests (`crates/elfpatch/tests/synthetic.rs`) compare elfpatch's output with it.
+//! tests (`crates/elfpatch/tests/it/synthetic.rs`) compare elfpatch's output with it.
 
 use std::fmt;
 
@@ -162,7 +162,7 @@ impl Model {
                 Edit::SetInterpreter(v) => m.interp = Some(v.clone()),
                 // Symbol edits change nothing the model describes.
                 Edit::ClearSymbolVersion(_) | Edit::RenameDynamicSymbols(_) => {}
-                // The note is none of what the model follows (elfpatch's tests/note.rs is).
+                // The note is none of what the model follows (elfpatch's tests/it/note.rs is).
                 Edit::SetResolutionCache(_) | Edit::RemoveResolutionCache => {}
                 Edit::SetOsAbi(v) => asked.os_abi = Some(*v),
                 Edit::SetExecstack(x) => asked.execstack = Some(*x),

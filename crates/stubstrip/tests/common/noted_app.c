@@ -1,6 +1,6 @@
 /* As a libcudart_static program: the name libcuda.so.1 in .rodata, dlopen()ed, no DT_NEEDED;
    and a .note.dlopen as systemd's SD_ELF_NOTE_DLOPEN lays it out, declaring libplug.so.3 or
-   libplug.so.2. Built by tests/note_dlopen_real.rs and by the unit tests of src/audit/run.rs. */
+   libplug.so.2. Built by tests/it/note_dlopen_real.rs and by the unit tests of src/audit/run.rs. */
 #include <dlfcn.h>
 #include <stdint.h>
 #define JSON "[{\"feature\":\"plug\",\"description\":\"d\",\"priority\":\"suggested\",\"soname\":[\"libplug.so.3\",\"libplug.so.2\"]}]"
