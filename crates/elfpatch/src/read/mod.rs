@@ -22,6 +22,7 @@ use object::elf;
 
 use crate::error::{Error, Location, Repr, Result, Warning, WarningKind};
 use crate::format::{Class, Endian, Format, Header, Phdr};
+use crate::need::{type_name, Need};
 use crate::source::{read_range, FileSource, Prefetched, Source};
 
 pub use dynamic::{is_string_tag, sysv_hash_word, tag_name, Dynamic, STRING_TAGS};
@@ -484,4 +485,57 @@ pub fn headers<S: Source + ?Sized>(src: &S) -> Result<(Format, Header, Vec<Phdr>
     let (_, phnum, _) = read_sections(src, format, &header, &mut Vec::new())?;
     let phdrs = read_phdrs(src, format, &header, phnum)?;
     Ok((format, header, phdrs))
+}
+
+/// What a request needs of the file (`crate::need`).
+impl Elf {
+    /// Whether the file has what `need` asks for; the error says what it is instead.
+    pub fn require(&self, need: Need) -> Result<()> {
+        let t = self.e_type();
+        if t != elf::ET_EXEC && t != elf::ET_DYN {
+            return Err(Error::absent(format!(
+                "wrong ELF type: {}, not an executable or a shared library",
+                type_name(t)
+            )));
+        }
+        match need {
+            Need::Image => Ok(()),
+            Need::Dynamic if self.dynamic.is_none() => Err(self.no_dynamic()),
+            Need::Interpreter if self.interp.is_none() => Err(Error::absent(
+                "no PT_INTERP: the file has no program interpreter (a shared library, or a \
+                 statically linked program)",
+            )),
+            Need::Dynamic | Need::Interpreter => Ok(()),
+        }
+    }
+
+    /// Why a file without a dynamic array cannot answer or take a request of it.
+    fn no_dynamic(&self) -> Error {
+        if self.phdrs.iter().any(|p| p.p_type == elf::PT_DYNAMIC) {
+            // An empty PT_DYNAMIC (linker scripts that list one with nothing in it): glibc reads
+            // the array at its address all the same, so no loader uses what a .dynamic section
+            // outside it would say, and an array there would be one the loader never meant.
+            Error::unsupported("the file's PT_DYNAMIC is empty: there is no dynamic array")
+        } else if let Some(reason) = &self.unread_dynamic_section {
+            // A .dynamic section no PT_DYNAMIC describes is read when it reads soundly
+            // (`Elf::read_dynamic_section`); this one does not.
+            Error::unsupported(format!(
+                "the file has a .dynamic section but no PT_DYNAMIC, and the section cannot be \
+                 read soundly: {reason}"
+            ))
+        } else if self
+            .sections
+            .iter()
+            .any(|s| s.shdr.sh_type == elf::SHT_DYNAMIC)
+        {
+            // SHT_NOBITS: a debug-info file's placeholder, not an array.
+            Error::unsupported(
+                "the file's .dynamic section holds no bytes and there is no PT_DYNAMIC",
+            )
+        } else {
+            Error::absent(
+                "no dynamic section (no PT_DYNAMIC): the file is most likely statically linked",
+            )
+        }
+    }
 }
