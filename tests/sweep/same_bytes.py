@@ -60,8 +60,13 @@ def commands(elf):
 
 def run(binary, args, target):
     p = subprocess.run([binary] + args + [target], capture_output=True, timeout=300)
-    digest = hashlib.sha256(open(target, "rb").read()).hexdigest() if os.path.exists(target) else None
-    norm = lambda b: b.decode("utf-8", "replace").replace(target, "FILE")  # noqa: E731
+    digest = None
+    if os.path.exists(target):
+        with open(target, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+    def norm(b):
+        return b.decode("utf-8", "replace").replace(target, "FILE")
+
     return (p.returncode, norm(p.stdout), norm(p.stderr), digest)
 
 
@@ -86,12 +91,12 @@ def compare(task):
                 shutil.copy2(orig, target)
                 results.append(run(binary, args, target))
             cases += 1
-            if results[0] != results[1]:
+            old_r, new_r = results
+            if old_r != new_r:
                 fields = ["exit status", "stdout", "stderr", "bytes"]
-                what = [f for f, a, b in zip(fields, *results) if a != b]
+                what = [f for f, a, b in zip(fields, old_r, new_r) if a != b]
                 diffs.append("%s %s: %s differ (old %r, new %r)" % (
-                    path, " ".join(args), ", ".join(what),
-                    [r[:3] for r in results][0], [r[:3] for r in results][1]))
+                    path, " ".join(args), ", ".join(what), old_r[:3], new_r[:3]))
     finally:
         shutil.rmtree(d, ignore_errors=True)
     return cases, diffs
